@@ -1,0 +1,5 @@
+//! Hailfire: a co-op bullet-hell dungeon game. The library holds every layer; `main.rs`
+//! only picks a mode. Dependencies point one way: `sim` <- `content` <- `protocol` <-
+//! `server` / `client` <- `app`.
+
+pub mod sim;

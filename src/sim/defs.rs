@@ -1,0 +1,237 @@
+//! Content definitions as the simulation sees them: bullet kinds, enemies, bosses, dungeons
+//! and the hub. `content` fills them from TOML (the serde attributes are the schema, and
+//! `deny_unknown_fields` makes a typo an error); the simulation only reads them.
+//!
+//! There is deliberately no field that can express contact damage: bodies never hurt.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// How a bullet kind is drawn. Collision is always a circle of `radius`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    Orb,
+    Rice,
+    Star,
+    Diamond,
+    Ring,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulletKindDef {
+    #[serde(skip)]
+    pub id: String,
+    /// Collision and drawn radius, pixels.
+    pub radius: f32,
+    /// `#rrggbb`.
+    pub color: String,
+    #[serde(default = "default_shape")]
+    pub shape: Shape,
+    /// Damage dealt when it hits.
+    #[serde(default = "default_damage")]
+    pub damage: i32,
+}
+
+fn default_shape() -> Shape {
+    Shape::Orb
+}
+fn default_damage() -> i32 {
+    10
+}
+
+/// How an enemy moves. Movement never hurts; enemies shoot only through emitters.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Behaviour {
+    /// Walk straight at the nearest player.
+    Chase,
+    /// Approach to `range`, back off when closer.
+    KeepDistance,
+    /// Hold `range` from the nearest player while circling it.
+    Strafe,
+    /// Drift to random points.
+    Wander,
+    /// Never move (scripts may still `move_to`).
+    Stationary,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnemyDef {
+    #[serde(skip)]
+    pub id: String,
+    pub name: String,
+    pub hp: i32,
+    pub radius: f32,
+    #[serde(default = "default_enemy_color")]
+    pub color: String,
+    pub behaviour: Behaviour,
+    /// Pixels per tick.
+    #[serde(default = "default_enemy_speed")]
+    pub speed: f32,
+    /// Preferred distance for keep_distance and strafe, pixels.
+    #[serde(default = "default_range")]
+    pub range: f32,
+    /// Emitter script ids run while the enemy lives.
+    #[serde(default)]
+    pub emitters: Vec<String>,
+    /// A hostile enemy must have an emitter (the content tests assert it).
+    #[serde(default = "default_true")]
+    pub hostile: bool,
+}
+
+fn default_enemy_color() -> String {
+    "#d04040".into()
+}
+fn default_enemy_speed() -> f32 {
+    1.0
+}
+fn default_range() -> f32 {
+    160.0
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseDef {
+    pub name: String,
+    /// The phase begins once boss HP / max HP falls to this fraction or below.
+    /// The first phase has 1.0; later phases strictly decrease.
+    pub hp_threshold: f32,
+    /// Damage from player bullets is multiplied by this during the phase.
+    #[serde(default = "default_mult")]
+    pub damage_taken_mult: f32,
+    pub emitters: Vec<String>,
+}
+
+fn default_mult() -> f32 {
+    1.0
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BossDef {
+    #[serde(skip)]
+    pub id: String,
+    pub name: String,
+    pub hp: i32,
+    pub radius: f32,
+    #[serde(default = "default_boss_color")]
+    pub color: String,
+    pub phases: Vec<PhaseDef>,
+}
+
+fn default_boss_color() -> String {
+    "#b050ff".into()
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpawnDef {
+    pub enemy: String,
+    pub x: f32,
+    pub y: f32,
+    #[serde(default = "default_count")]
+    pub count: u32,
+    /// Horizontal spacing between copies when `count` > 1, pixels.
+    #[serde(default = "default_spacing")]
+    pub spacing: f32,
+}
+
+fn default_count() -> u32 {
+    1
+}
+fn default_spacing() -> f32 {
+    48.0
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaveDef {
+    /// Ticks to wait after the previous wave is cleared (or the run starts).
+    #[serde(default)]
+    pub delay: u32,
+    pub spawns: Vec<SpawnDef>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DungeonDef {
+    #[serde(skip)]
+    pub id: String,
+    pub name: String,
+    /// Width and height in pixels.
+    pub arena: [f32; 2],
+    /// Where arriving players appear.
+    pub spawn: [f32; 2],
+    #[serde(default = "default_max_players")]
+    pub max_players: u32,
+    #[serde(default)]
+    pub waves: Vec<WaveDef>,
+    /// The boss that ends the run; killing it clears the instance.
+    pub boss: String,
+    pub boss_pos: [f32; 2],
+    /// Ticks after the last wave is cleared before the boss appears.
+    #[serde(default)]
+    pub boss_delay: u32,
+    /// Portal position in the hub; laid out automatically when absent.
+    #[serde(default)]
+    pub portal: Option<[f32; 2]>,
+}
+
+fn default_max_players() -> u32 {
+    4
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HubDef {
+    pub arena: [f32; 2],
+    pub spawn: [f32; 2],
+    #[serde(default = "default_portal_radius")]
+    pub portal_radius: f32,
+}
+
+fn default_portal_radius() -> f32 {
+    28.0
+}
+
+impl Default for HubDef {
+    fn default() -> Self {
+        HubDef { arena: [960.0, 640.0], spawn: [480.0, 480.0], portal_radius: 28.0 }
+    }
+}
+
+/// All definitions after every mod is merged. Kinds are indexed by `u16` on the wire.
+#[derive(Clone, Debug, Default)]
+pub struct Defs {
+    pub bullets: Vec<BulletKindDef>,
+    pub enemies: BTreeMap<String, EnemyDef>,
+    pub bosses: BTreeMap<String, BossDef>,
+    pub dungeons: BTreeMap<String, DungeonDef>,
+    pub hub: HubDef,
+}
+
+impl Defs {
+    pub fn bullet_kind(&self, id: &str) -> Option<u16> {
+        self.bullets.iter().position(|b| b.id == id).map(|i| i as u16)
+    }
+
+    /// Hub portal positions, one per dungeon, in dungeon id order.
+    pub fn portals(&self) -> Vec<(String, [f32; 2])> {
+        let n = self.dungeons.len().max(1) as f32;
+        let [w, _h] = self.hub.arena;
+        self.dungeons
+            .iter()
+            .enumerate()
+            .map(|(i, (id, d))| {
+                let auto = [w * (i as f32 + 1.0) / (n + 1.0), 160.0];
+                (id.clone(), d.portal.unwrap_or(auto))
+            })
+            .collect()
+    }
+}

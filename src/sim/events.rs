@@ -1,0 +1,51 @@
+//! What a step reports. The server turns some of these into wire messages; `Transfer`,
+//! `InstanceOpened` and `InstanceClosed` are server-only and have no encoding at all.
+
+use super::bullets::BulletSpawn;
+use super::instance::InstanceId;
+use super::math::Vec2;
+use super::player::PlayerId;
+
+/// Something that can take damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    Player(PlayerId),
+    Enemy(u32),
+    Boss,
+}
+
+/// Why a player moved between instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferReason {
+    Joined,
+    Portal,
+    Escaped,
+    LeftAfterDeath,
+    Cleared,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimEvent {
+    BulletSpawned { instance: InstanceId, spawn: BulletSpawn },
+    /// A bullet killed early by a hit (expiry and leaving the arena are never reported).
+    BulletDespawned { instance: InstanceId, uid: u32 },
+    Damage { instance: InstanceId, target: Target, amount: i32, hp: i32 },
+    Death { instance: InstanceId, target: Target },
+    PhaseChanged { instance: InstanceId, phase: u8, name: String },
+    EnemySpawned { instance: InstanceId, id: u32, def: String, pos: Vec2 },
+    BossSpawned { instance: InstanceId, def: String },
+    InstanceCleared { instance: InstanceId },
+    Sfx { instance: InstanceId, name: String, pos: Vec2 },
+    /// A script wrote with `log(...)`.
+    ScriptLog { instance: InstanceId, message: String },
+    /// A script failed or broke a limit and its emitter was stopped.
+    ScriptError { instance: InstanceId, message: String },
+    /// Server-only: a player moved (or arrived, `from: None`).
+    Transfer { player: PlayerId, from: Option<InstanceId>, to: InstanceId, reason: TransferReason },
+    /// Server-only: a linkdead body resolved and the player is gone from the world.
+    PlayerRemoved { player: PlayerId, instance: InstanceId },
+    /// Server-only.
+    InstanceOpened { instance: InstanceId, dungeon: String },
+    /// Server-only.
+    InstanceClosed { instance: InstanceId },
+}

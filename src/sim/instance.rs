@@ -1,0 +1,699 @@
+//! An instance: the hub or one dungeon run. It owns its players, enemies, boss, bullets and
+//! script runtime, and steps them in a fixed order each tick:
+//! bullets -> players -> enemies -> scripts -> hits -> waves/boss/clear.
+
+use super::bullets::{BulletPool, BulletSpawn, Team};
+use super::config::*;
+use super::defs::{Behaviour, Defs};
+use super::events::{SimEvent, Target, TransferReason};
+use super::hits::{find_hits, Circle, Grid};
+use super::math::Vec2;
+use super::movement::step_player;
+use super::player::{Player, PlayerId, BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use super::rng::Rng;
+use super::script::{Owner, OwnerView, PlayerView, ScriptCmd, ScriptMessage, ScriptView, Scripting, ShotCmd};
+use super::Tick;
+
+pub type InstanceId = u32;
+
+/// Speed of a player's bullets, px/tick.
+pub const PLAYER_BULLET_SPEED: f32 = 10.0;
+/// Lifetime of a player's bullets, ticks.
+pub const PLAYER_BULLET_LIFETIME: u16 = 80;
+/// After the boss dies, players stay this long to see it before returning to the hub.
+pub const CLEAR_DELAY_TICKS: u32 = 2 * TICK_RATE;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstanceKind {
+    Hub,
+    Dungeon(String),
+}
+
+/// A linear move ordered by a script.
+#[derive(Clone, Copy, Debug)]
+pub struct MoveTo {
+    pub target: Vec2,
+    pub ticks_left: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Enemy {
+    pub id: u32,
+    pub def: String,
+    pub pos: Vec2,
+    pub hp: i32,
+    pub max_hp: i32,
+    pub radius: f32,
+    pub behaviour: Behaviour,
+    pub speed: f32,
+    pub range: f32,
+    pub move_to: Option<MoveTo>,
+    pub wander: Option<Vec2>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Boss {
+    pub def: String,
+    pub pos: Vec2,
+    pub hp: i32,
+    pub max_hp: i32,
+    pub radius: f32,
+    pub phase: usize,
+    pub move_to: Option<MoveTo>,
+}
+
+/// What an instance asks its world to do with a player after a step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    ToHub(PlayerId, TransferReason),
+    Enter(PlayerId, String),
+}
+
+pub struct Instance {
+    pub id: InstanceId,
+    pub kind: InstanceKind,
+    pub arena: Vec2,
+    pub spawn: Vec2,
+    pub players: Vec<Player>,
+    pub enemies: Vec<Enemy>,
+    pub boss: Option<Boss>,
+    pub bullets: BulletPool,
+    /// Ticks since the instance opened.
+    pub age: u32,
+    pub cleared: bool,
+    /// Shots refused because the instance was at `MAX_BULLETS_PER_INSTANCE`.
+    pub bullets_refused: u64,
+    next_uid: u32,
+    next_enemy: u32,
+    scripts: Box<dyn Scripting>,
+    rng: Rng,
+    next_wave: usize,
+    wave_wait: u32,
+    boss_spawned: bool,
+    clear_timer: u32,
+    player_kind: u16,
+    player_damage: i32,
+    player_radius: f32,
+    max_bullet_radius: f32,
+    // Scratch buffers reused every tick.
+    grid: Grid,
+    targets: Vec<Circle>,
+    target_ids: Vec<Target>,
+    hits: Vec<(usize, u16)>,
+    cmds: Vec<ScriptCmd>,
+    msgs: Vec<ScriptMessage>,
+    pviews: Vec<PlayerView>,
+    oviews: Vec<OwnerView>,
+}
+
+fn v2(a: [f32; 2]) -> Vec2 {
+    Vec2::new(a[0], a[1])
+}
+
+impl Instance {
+    pub fn new(id: InstanceId, kind: InstanceKind, defs: &Defs, scripts: Box<dyn Scripting>, seed: u64) -> Self {
+        let (arena, spawn) = match &kind {
+            InstanceKind::Hub => (v2(defs.hub.arena), v2(defs.hub.spawn)),
+            InstanceKind::Dungeon(d) => {
+                let d = &defs.dungeons[d];
+                (v2(d.arena), v2(d.spawn))
+            }
+        };
+        let player_kind = defs.bullet_kind(DEFAULT_PLAYER_BULLET).unwrap_or(0);
+        let pk = defs.bullets.get(player_kind as usize);
+        Instance {
+            id,
+            kind,
+            arena,
+            spawn,
+            players: Vec::new(),
+            enemies: Vec::new(),
+            boss: None,
+            bullets: BulletPool::new(),
+            age: 0,
+            cleared: false,
+            bullets_refused: 0,
+            next_uid: 1,
+            next_enemy: 1,
+            scripts,
+            rng: Rng::new(seed),
+            next_wave: 0,
+            wave_wait: 0,
+            boss_spawned: false,
+            clear_timer: 0,
+            player_kind,
+            player_damage: pk.map_or(10, |k| k.damage),
+            player_radius: pk.map_or(4.0, |k| k.radius),
+            max_bullet_radius: defs.bullets.iter().map(|b| b.radius).fold(4.0, f32::max),
+            grid: Grid::default(),
+            targets: Vec::new(),
+            target_ids: Vec::new(),
+            hits: Vec::new(),
+            cmds: Vec::new(),
+            msgs: Vec::new(),
+            pviews: Vec::new(),
+            oviews: Vec::new(),
+        }
+    }
+
+    pub fn is_hub(&self) -> bool {
+        self.kind == InstanceKind::Hub
+    }
+
+    pub fn dungeon(&self) -> Option<&str> {
+        match &self.kind {
+            InstanceKind::Dungeon(d) => Some(d),
+            InstanceKind::Hub => None,
+        }
+    }
+
+    /// Whether a disconnected body is still resolving here (the instance must stay open).
+    pub fn has_linkdead(&self) -> bool {
+        self.players.iter().any(|p| p.linkdead)
+    }
+
+    pub fn script_tasks(&self) -> usize {
+        self.scripts.task_count()
+    }
+
+    /// Places an arriving player at the spawn point with fresh spawn grace.
+    pub fn arrive(&mut self, mut p: Player) {
+        let n = self.players.len() as f32;
+        let offset = Vec2::new((n - 1.5) * 24.0, 0.0);
+        p.arrive(self.spawn + offset);
+        self.players.push(p);
+    }
+
+    pub fn take_player(&mut self, id: PlayerId) -> Option<Player> {
+        let i = self.players.iter().position(|p| p.id == id)?;
+        Some(self.players.remove(i))
+    }
+
+    /// Skips the waves and brings the boss in now (benchmarks, tests, the validator).
+    pub fn start_boss(&mut self, defs: &Defs, tick: Tick, events: &mut Vec<SimEvent>) {
+        if !self.boss_spawned {
+            self.next_wave = usize::MAX;
+            self.spawn_boss(defs, tick, events);
+        }
+    }
+
+    pub fn step(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        self.age += 1;
+        self.bullets.step(self.arena);
+        self.step_players(tick, defs, events, requests);
+        self.step_enemies();
+        self.run_scripts(tick, defs, events);
+        self.resolve_hits(defs, events);
+        self.progress(tick, defs, events, requests);
+    }
+
+    fn step_players(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        let hub = self.is_hub();
+        let portals = if hub { defs.portals() } else { Vec::new() };
+        for i in 0..self.players.len() {
+            let inp = self.players[i].take_input(tick);
+            let p = &mut self.players[i];
+            if p.dead {
+                p.dead_ticks = p.dead_ticks.saturating_add(1);
+                // The respawn lockout lives here, whatever the client sends.
+                if inp.held(BTN_ESCAPE) && p.dead_ticks >= RESPAWN_LOCKOUT_TICKS {
+                    requests.push(Request::ToHub(p.id, TransferReason::LeftAfterDeath));
+                }
+                continue;
+            }
+            p.grace = p.grace.saturating_sub(1);
+            p.pos = step_player(p.pos, inp.mv, self.arena);
+            if inp.aim.is_finite() {
+                p.aim = inp.aim.rem_euclid(360.0);
+            }
+            if hub {
+                if p.linkdead {
+                    // Nothing can hurt anyone in the hub: a dropped player leaves at once.
+                    requests.push(Request::ToHub(p.id, TransferReason::Escaped));
+                    continue;
+                }
+                if inp.held(BTN_INTERACT) {
+                    let r = defs.hub.portal_radius + PLAYER_HITBOX_RADIUS;
+                    if let Some((d, _)) = portals.iter().find(|(_, at)| v2(*at).distance(p.pos) <= r) {
+                        requests.push(Request::Enter(p.id, d.clone()));
+                        continue;
+                    }
+                }
+            } else if inp.held(BTN_ESCAPE) {
+                // Damage does not interrupt the channel; death (above) ends it.
+                p.escape += 1;
+                if p.escape >= ESCAPE_CHANNEL_TICKS {
+                    requests.push(Request::ToHub(p.id, TransferReason::Escaped));
+                }
+            } else {
+                p.escape = 0;
+            }
+            p.fire_cooldown = p.fire_cooldown.saturating_sub(1);
+            if inp.held(BTN_FIRE) && p.grace == 0 && p.fire_cooldown == 0 {
+                p.fire_cooldown = PLAYER_FIRE_COOLDOWN_TICKS;
+                let dir = Vec2::from_angle_deg(p.aim);
+                let shot = ShotCmd {
+                    pos: p.pos + dir * PLAYER_MUZZLE_OFFSET,
+                    vel: dir * PLAYER_BULLET_SPEED,
+                    radius: self.player_radius,
+                    lifetime: PLAYER_BULLET_LIFETIME,
+                    kind: self.player_kind,
+                    accel: 0.0,
+                    turn: 0.0,
+                    max_speed: f32::INFINITY,
+                    damage: self.player_damage,
+                };
+                self.spawn_bullet(tick, &shot, Team::Player, events);
+            }
+        }
+    }
+
+    fn nearest_player(&self, from: Vec2) -> Option<Vec2> {
+        self.players
+            .iter()
+            .filter(|p| p.alive())
+            .map(|p| p.pos)
+            .min_by(|a, b| a.distance(from).total_cmp(&b.distance(from)))
+    }
+
+    fn step_enemies(&mut self) {
+        let arena = self.arena;
+        for i in 0..self.enemies.len() {
+            let target = self.nearest_player(self.enemies[i].pos);
+            let wander_pick = Vec2::new(
+                40.0 + self.rng.next_f64() as f32 * (arena.x - 80.0).max(1.0),
+                40.0 + self.rng.next_f64() as f32 * (arena.y - 80.0).max(1.0),
+            );
+            let e = &mut self.enemies[i];
+            if let Some(m) = step_move_to(&mut e.pos, e.move_to) {
+                e.move_to = m;
+                continue;
+            }
+            e.move_to = None;
+            let toward = |e: &Enemy, t: Vec2, sign: f32| -> Vec2 {
+                let d = t - e.pos;
+                let l = d.length();
+                if l < 1e-3 {
+                    Vec2::ZERO
+                } else {
+                    d * (sign * e.speed.min(l) / l)
+                }
+            };
+            let step = match (e.behaviour, target) {
+                (Behaviour::Stationary, _) => Vec2::ZERO,
+                (Behaviour::Wander, _) | (_, None) if e.behaviour != Behaviour::Stationary => {
+                    let w = *e.wander.get_or_insert(wander_pick);
+                    if w.distance(e.pos) < 4.0 {
+                        e.wander = Some(wander_pick);
+                    }
+                    toward(e, w, 1.0)
+                }
+                (Behaviour::Chase, Some(t)) => {
+                    if t.distance(e.pos) > e.radius + 16.0 {
+                        toward(e, t, 1.0)
+                    } else {
+                        Vec2::ZERO
+                    }
+                }
+                (Behaviour::KeepDistance, Some(t)) => {
+                    let d = t.distance(e.pos);
+                    if d > e.range + 12.0 {
+                        toward(e, t, 1.0)
+                    } else if d < e.range - 12.0 {
+                        toward(e, t, -1.0)
+                    } else {
+                        Vec2::ZERO
+                    }
+                }
+                (Behaviour::Strafe, Some(t)) => {
+                    let d = e.pos - t;
+                    let l = d.length().max(1e-3);
+                    let radial = (e.range - l).clamp(-1.0, 1.0) * 0.5;
+                    let tangent = Vec2::new(-d.y / l, d.x / l);
+                    (tangent + d * (radial / l)).clamp_unit() * e.speed
+                }
+                _ => Vec2::ZERO,
+            };
+            let r = e.radius;
+            let p = e.pos + step;
+            e.pos = Vec2::new(p.x.clamp(r, arena.x - r), p.y.clamp(r, arena.y - r));
+        }
+        if let Some(b) = &mut self.boss {
+            b.move_to = step_move_to(&mut b.pos, b.move_to).flatten();
+        }
+    }
+
+    fn run_scripts(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>) {
+        if self.enemies.is_empty() && self.boss.is_none() && self.scripts.task_count() == 0 {
+            return;
+        }
+        self.pviews.clear();
+        self.pviews.extend(self.players.iter().map(|p| PlayerView { id: p.id, pos: p.pos, hp: p.hp, alive: p.alive() }));
+        self.oviews.clear();
+        self.oviews.extend(self.enemies.iter().map(|e| OwnerView {
+            owner: Owner::Enemy(e.id),
+            pos: e.pos,
+            hp: e.hp,
+            max_hp: e.max_hp,
+            phase: 0,
+        }));
+        if let Some(b) = &self.boss {
+            self.oviews.push(OwnerView { owner: Owner::Boss, pos: b.pos, hp: b.hp, max_hp: b.max_hp, phase: b.phase as u8 });
+        }
+        let view = ScriptView { tick, arena: self.arena, players: &self.pviews, owners: &self.oviews };
+        self.scripts.run(&view, &mut self.cmds, &mut self.msgs);
+        let cmds = std::mem::take(&mut self.cmds);
+        for c in &cmds {
+            match c {
+                ScriptCmd::Shot(s) => self.spawn_bullet(tick, s, Team::Enemy, events),
+                ScriptCmd::MoveTo { owner, target, ticks } => {
+                    let m = Some(MoveTo { target: *target, ticks_left: (*ticks).max(1) });
+                    match owner {
+                        Owner::Boss => {
+                            if let Some(b) = &mut self.boss {
+                                b.move_to = m;
+                            }
+                        }
+                        Owner::Enemy(id) => {
+                            if let Some(e) = self.enemies.iter_mut().find(|e| e.id == *id) {
+                                e.move_to = m;
+                            }
+                        }
+                    }
+                }
+                ScriptCmd::Spawn { enemy, pos } => self.spawn_enemy(defs, enemy, *pos, events),
+                ScriptCmd::Sfx { name, pos } => {
+                    events.push(SimEvent::Sfx { instance: self.id, name: name.clone(), pos: *pos })
+                }
+            }
+        }
+        self.cmds = cmds;
+        self.cmds.clear();
+        for m in self.msgs.drain(..) {
+            events.push(match m {
+                ScriptMessage::Log(message) => SimEvent::ScriptLog { instance: self.id, message },
+                ScriptMessage::Error(message) => SimEvent::ScriptError { instance: self.id, message },
+            });
+        }
+    }
+
+    fn spawn_bullet(&mut self, tick: Tick, s: &ShotCmd, team: Team, events: &mut Vec<SimEvent>) {
+        if self.bullets.len() >= MAX_BULLETS_PER_INSTANCE {
+            self.bullets_refused += 1;
+            return;
+        }
+        let spawn = BulletSpawn {
+            uid: self.next_uid,
+            pos: s.pos,
+            vel: s.vel,
+            radius: s.radius,
+            lifetime: s.lifetime,
+            kind: s.kind,
+            team,
+            accel: s.accel,
+            turn: s.turn,
+            max_speed: s.max_speed,
+            tick,
+        };
+        self.next_uid = self.next_uid.wrapping_add(1);
+        self.max_bullet_radius = self.max_bullet_radius.max(s.radius);
+        self.bullets.spawn(&spawn, s.damage);
+        events.push(SimEvent::BulletSpawned { instance: self.id, spawn });
+    }
+
+    /// Spawns an enemy by id and starts its emitters. Unknown ids are reported, not fatal.
+    pub fn spawn_enemy(&mut self, defs: &Defs, id: &str, pos: Vec2, events: &mut Vec<SimEvent>) {
+        let Some(d) = defs.enemies.get(id) else {
+            events.push(SimEvent::ScriptError { instance: self.id, message: format!("spawn: no enemy '{id}'") });
+            return;
+        };
+        if self.enemies.len() >= MAX_ENEMIES_PER_INSTANCE {
+            return;
+        }
+        let eid = self.next_enemy;
+        self.next_enemy += 1;
+        let r = d.radius;
+        let pos = Vec2::new(pos.x.clamp(r, self.arena.x - r), pos.y.clamp(r, self.arena.y - r));
+        self.enemies.push(Enemy {
+            id: eid,
+            def: id.to_string(),
+            pos,
+            hp: d.hp,
+            max_hp: d.hp,
+            radius: r,
+            behaviour: d.behaviour,
+            speed: d.speed,
+            range: d.range,
+            move_to: None,
+            wander: None,
+        });
+        for em in &d.emitters {
+            self.scripts.start(Owner::Enemy(eid), 0, em);
+        }
+        events.push(SimEvent::EnemySpawned { instance: self.id, id: eid, def: id.to_string(), pos });
+    }
+
+    fn spawn_boss(&mut self, defs: &Defs, _tick: Tick, events: &mut Vec<SimEvent>) {
+        let Some(dungeon) = self.dungeon().map(str::to_string) else { return };
+        let dd = &defs.dungeons[&dungeon];
+        let Some(bd) = defs.bosses.get(&dd.boss) else { return };
+        self.boss_spawned = true;
+        self.boss = Some(Boss {
+            def: bd.id.clone(),
+            pos: v2(dd.boss_pos),
+            hp: bd.hp,
+            max_hp: bd.hp,
+            radius: bd.radius,
+            phase: 0,
+            move_to: None,
+        });
+        events.push(SimEvent::BossSpawned { instance: self.id, def: bd.id.clone() });
+        self.enter_phase(defs, 0, events);
+    }
+
+    fn enter_phase(&mut self, defs: &Defs, phase: usize, events: &mut Vec<SimEvent>) {
+        let Some(b) = &mut self.boss else { return };
+        let bd = &defs.bosses[&b.def];
+        if phase > 0 {
+            self.scripts.stop(Owner::Boss, Some(b.phase as u32));
+        }
+        b.phase = phase;
+        let ph = &bd.phases[phase];
+        for em in &ph.emitters {
+            self.scripts.start(Owner::Boss, phase as u32, em);
+        }
+        events.push(SimEvent::PhaseChanged { instance: self.id, phase: phase as u8, name: ph.name.clone() });
+    }
+
+    fn resolve_hits(&mut self, defs: &Defs, events: &mut Vec<SimEvent>) {
+        if self.bullets.is_empty() {
+            return;
+        }
+        let pad = self.max_bullet_radius;
+        // Enemy bullets against vulnerable players.
+        self.targets.clear();
+        self.target_ids.clear();
+        for p in &self.players {
+            if p.vulnerable() {
+                self.targets.push(Circle { pos: p.pos, r: PLAYER_HITBOX_RADIUS });
+                self.target_ids.push(Target::Player(p.id));
+            }
+        }
+        self.hits.clear();
+        if !self.targets.is_empty() {
+            self.grid.build(self.arena, &self.targets, pad);
+            find_hits(&self.bullets, Team::Enemy, &self.targets, &self.grid, &mut self.hits);
+        }
+        for k in 0..self.hits.len() {
+            let (bi, ti) = self.hits[k];
+            let Target::Player(pid) = self.target_ids[ti as usize] else { continue };
+            let Some(p) = self.players.iter_mut().find(|p| p.id == pid) else { continue };
+            if p.dead {
+                continue;
+            }
+            let dmg = self.bullets.damage[bi];
+            p.hp -= dmg;
+            let uid = self.bullets.uid[bi];
+            self.bullets.kill(bi);
+            events.push(SimEvent::BulletDespawned { instance: self.id, uid });
+            events.push(SimEvent::Damage { instance: self.id, target: Target::Player(pid), amount: dmg, hp: p.hp });
+            if p.hp <= 0 {
+                p.hp = 0;
+                p.dead = true;
+                p.dead_ticks = 0;
+                p.escape = 0;
+                events.push(SimEvent::Death { instance: self.id, target: Target::Player(pid) });
+            }
+        }
+        // Player bullets against the boss first, then enemies.
+        self.targets.clear();
+        self.target_ids.clear();
+        if let Some(b) = &self.boss {
+            if b.hp > 0 {
+                self.targets.push(Circle { pos: b.pos, r: b.radius });
+                self.target_ids.push(Target::Boss);
+            }
+        }
+        for e in &self.enemies {
+            self.targets.push(Circle { pos: e.pos, r: e.radius });
+            self.target_ids.push(Target::Enemy(e.id));
+        }
+        self.hits.clear();
+        if !self.targets.is_empty() {
+            self.grid.build(self.arena, &self.targets, pad);
+            find_hits(&self.bullets, Team::Player, &self.targets, &self.grid, &mut self.hits);
+        }
+        let mut enemy_died = false;
+        for k in 0..self.hits.len() {
+            let (bi, ti) = self.hits[k];
+            let target = self.target_ids[ti as usize];
+            let base = self.bullets.damage[bi];
+            let (hp, amount) = match target {
+                Target::Boss => {
+                    let Some(b) = &mut self.boss else { continue };
+                    if b.hp <= 0 {
+                        continue;
+                    }
+                    let mult = defs.bosses[&b.def].phases[b.phase].damage_taken_mult;
+                    let amount = ((base as f32) * mult).round() as i32;
+                    b.hp -= amount;
+                    (&mut b.hp, amount)
+                }
+                Target::Enemy(id) => {
+                    let Some(e) = self.enemies.iter_mut().find(|e| e.id == id) else { continue };
+                    if e.hp <= 0 {
+                        continue;
+                    }
+                    e.hp -= base;
+                    (&mut e.hp, base)
+                }
+                Target::Player(_) => continue,
+            };
+            let died = *hp <= 0;
+            if died {
+                *hp = 0;
+            }
+            let hp_now = *hp;
+            let uid = self.bullets.uid[bi];
+            self.bullets.kill(bi);
+            events.push(SimEvent::BulletDespawned { instance: self.id, uid });
+            events.push(SimEvent::Damage { instance: self.id, target, amount, hp: hp_now });
+            match target {
+                Target::Boss if died => self.boss_died(events),
+                Target::Boss => self.check_phase(defs, events),
+                Target::Enemy(id) if died => {
+                    enemy_died = true;
+                    self.scripts.stop(Owner::Enemy(id), None);
+                    events.push(SimEvent::Death { instance: self.id, target });
+                }
+                _ => {}
+            }
+        }
+        if enemy_died {
+            self.enemies.retain(|e| e.hp > 0);
+        }
+        self.bullets.compact();
+    }
+
+    fn check_phase(&mut self, defs: &Defs, events: &mut Vec<SimEvent>) {
+        let Some(b) = &self.boss else { return };
+        let phases = &defs.bosses[&b.def].phases;
+        let frac = b.hp as f32 / b.max_hp.max(1) as f32;
+        let mut next = b.phase;
+        while next + 1 < phases.len() && frac <= phases[next + 1].hp_threshold {
+            next += 1;
+        }
+        if next != b.phase {
+            self.enter_phase(defs, next, events);
+        }
+    }
+
+    fn boss_died(&mut self, events: &mut Vec<SimEvent>) {
+        self.scripts.stop(Owner::Boss, None);
+        events.push(SimEvent::Death { instance: self.id, target: Target::Boss });
+        for e in self.enemies.drain(..) {
+            self.scripts.stop(Owner::Enemy(e.id), None);
+        }
+        // Bullet cancel: every hostile bullet disappears, reported so replicas match.
+        for i in 0..self.bullets.len() {
+            if self.bullets.team[i] == Team::Enemy && self.bullets.is_alive(i) {
+                events.push(SimEvent::BulletDespawned { instance: self.id, uid: self.bullets.uid[i] });
+                self.bullets.kill(i);
+            }
+        }
+        self.cleared = true;
+        self.clear_timer = CLEAR_DELAY_TICKS;
+        events.push(SimEvent::InstanceCleared { instance: self.id });
+    }
+
+    fn progress(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        let Some(dungeon) = self.dungeon().map(str::to_string) else { return };
+        if self.cleared {
+            self.clear_timer = self.clear_timer.saturating_sub(1);
+            if self.clear_timer == 0 {
+                for p in &self.players {
+                    requests.push(Request::ToHub(p.id, TransferReason::Cleared));
+                }
+            }
+            return;
+        }
+        if self.boss_spawned || !self.enemies.is_empty() {
+            return;
+        }
+        let d = &defs.dungeons[&dungeon];
+        self.wave_wait += 1;
+        if self.next_wave < d.waves.len() {
+            let w = &d.waves[self.next_wave];
+            if self.wave_wait >= w.delay {
+                self.wave_wait = 0;
+                self.next_wave += 1;
+                for s in w.spawns.clone() {
+                    for k in 0..s.count {
+                        let pos = Vec2::new(s.x + k as f32 * s.spacing, s.y);
+                        self.spawn_enemy(defs, &s.enemy, pos, events);
+                    }
+                }
+            }
+        } else if self.wave_wait >= d.boss_delay {
+            self.spawn_boss(defs, tick, events);
+        }
+    }
+
+    /// Folds everything that matters into a 64-bit FNV-1a hash (the determinism test).
+    pub fn hash_into(&self, h: &mut u64) {
+        let mut mix = |v: u64| {
+            for b in v.to_le_bytes() {
+                *h ^= b as u64;
+                *h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        };
+        mix(self.id as u64);
+        mix(self.next_uid as u64);
+        for p in &self.players {
+            mix(p.id as u64);
+            mix(p.pos.x.to_bits() as u64 | (p.pos.y.to_bits() as u64) << 32);
+            mix(p.hp as u64 ^ (p.dead as u64) << 40 ^ (p.grace as u64) << 48);
+        }
+        for e in &self.enemies {
+            mix(e.id as u64);
+            mix(e.pos.x.to_bits() as u64 | (e.pos.y.to_bits() as u64) << 32);
+            mix(e.hp as u64);
+        }
+        if let Some(b) = &self.boss {
+            mix(b.hp as u64 | (b.phase as u64) << 40);
+            mix(b.pos.x.to_bits() as u64 | (b.pos.y.to_bits() as u64) << 32);
+        }
+        for i in 0..self.bullets.len() {
+            mix(self.bullets.uid[i] as u64);
+            mix(self.bullets.x[i].to_bits() as u64 | (self.bullets.y[i].to_bits() as u64) << 32);
+        }
+    }
+}
+
+/// Advances a scripted linear move one tick; returns the remaining move, if any.
+fn step_move_to(pos: &mut Vec2, m: Option<MoveTo>) -> Option<Option<MoveTo>> {
+    let m = m?;
+    let t = m.ticks_left.max(1) as f32;
+    *pos = *pos + (m.target - *pos) * (1.0 / t);
+    Some(if m.ticks_left > 1 { Some(MoveTo { target: m.target, ticks_left: m.ticks_left - 1 }) } else { None })
+}

@@ -1,0 +1,215 @@
+//! Players: input frames, the input queue (`queue_input` is the single audit point), and
+//! the per-player state the rules act on (HP, spawn grace, death, escape channel, linkdead).
+
+use std::collections::VecDeque;
+
+use super::config::*;
+use super::math::Vec2;
+use super::Tick;
+
+pub type PlayerId = u32;
+
+pub const BTN_FIRE: u8 = 1;
+pub const BTN_INTERACT: u8 = 2;
+pub const BTN_ESCAPE: u8 = 4;
+/// Every button bit that means something; others are ignored.
+pub const BTN_MASK: u8 = BTN_FIRE | BTN_INTERACT | BTN_ESCAPE;
+
+/// One tick of a player's intent. Nothing else a client says reaches the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InputFrame {
+    pub tick: Tick,
+    /// Clamped to the unit disc when applied.
+    pub mv: Vec2,
+    /// Aim in degrees.
+    pub aim: f32,
+    pub buttons: u8,
+}
+
+impl InputFrame {
+    pub fn held(&self, b: u8) -> bool {
+        self.buttons & b != 0
+    }
+}
+
+/// Why `queue_input` refused a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputDrop {
+    /// Tick already consumed (`f.tick <= last_input_tick`).
+    Replay,
+    /// Already queued: the normal fate of the redundant copies each packet carries.
+    Duplicate,
+    /// Older than `INPUT_MAX_AGE`.
+    Stale,
+    /// Beyond `INPUT_MAX_LEAD` ahead of the server.
+    Future,
+    /// Accepted, but the queue was full and its oldest frame was dropped.
+    Flood,
+    /// No such player.
+    UnknownPlayer,
+}
+
+#[derive(Clone, Debug)]
+pub struct Player {
+    pub id: PlayerId,
+    pub name: String,
+    pub pos: Vec2,
+    pub aim: f32,
+    pub hp: i32,
+    pub fire_cooldown: u32,
+    /// Ticks of arrival protection left.
+    pub grace: u32,
+    pub dead: bool,
+    /// Ticks since death.
+    pub dead_ticks: u32,
+    /// Ticks escape has been held (dungeon only).
+    pub escape: u32,
+    /// The connection is gone: the body stays, treated as holding escape.
+    pub linkdead: bool,
+    pub queue: VecDeque<InputFrame>,
+    pub held: InputFrame,
+    /// Tick the held input was last refreshed by a real frame.
+    pub held_at: Tick,
+    pub last_input_tick: Option<Tick>,
+}
+
+impl Player {
+    pub fn new(id: PlayerId, name: &str, pos: Vec2) -> Self {
+        Player {
+            id,
+            name: name.to_string(),
+            pos,
+            aim: -90.0,
+            hp: PLAYER_MAX_HP,
+            fire_cooldown: 0,
+            grace: SPAWN_GRACE_TICKS,
+            dead: false,
+            dead_ticks: 0,
+            escape: 0,
+            linkdead: false,
+            queue: VecDeque::new(),
+            held: InputFrame::default(),
+            held_at: 0,
+            last_input_tick: None,
+        }
+    }
+
+    /// Arrival anywhere: full reset of combat state and fresh spawn grace.
+    pub fn arrive(&mut self, pos: Vec2) {
+        self.pos = pos;
+        self.hp = PLAYER_MAX_HP;
+        self.grace = SPAWN_GRACE_TICKS;
+        self.dead = false;
+        self.dead_ticks = 0;
+        self.escape = 0;
+        self.fire_cooldown = 0;
+    }
+
+    /// The single audit point for client input.
+    pub fn queue_input(&mut self, now: Tick, f: InputFrame) -> Result<(), InputDrop> {
+        if let Some(last) = self.last_input_tick {
+            if f.tick <= last {
+                return Err(InputDrop::Replay);
+            }
+        }
+        if f.tick.saturating_add(INPUT_MAX_AGE) < now {
+            return Err(InputDrop::Stale);
+        }
+        if f.tick > now.saturating_add(INPUT_MAX_LEAD) {
+            return Err(InputDrop::Future);
+        }
+        let at = self.queue.partition_point(|q| q.tick < f.tick);
+        if self.queue.get(at).is_some_and(|q| q.tick == f.tick) {
+            return Err(InputDrop::Duplicate);
+        }
+        self.queue.insert(at, f);
+        if self.queue.len() > INPUT_QUEUE_CAP {
+            self.queue.pop_front();
+            return Err(InputDrop::Flood);
+        }
+        Ok(())
+    }
+
+    /// The input that applies at tick `now`: the newest queued frame not in the future,
+    /// else the held one (coasting) for up to `INPUT_MAX_AGE` ticks, then nothing.
+    pub fn take_input(&mut self, now: Tick) -> InputFrame {
+        let mut got = None;
+        while self.queue.front().is_some_and(|f| f.tick <= now) {
+            got = self.queue.pop_front();
+        }
+        if let Some(f) = got {
+            self.held = f;
+            self.held_at = now;
+            self.last_input_tick = Some(f.tick);
+        } else if now.saturating_sub(self.held_at) > INPUT_MAX_AGE {
+            self.held = InputFrame { tick: now, mv: Vec2::ZERO, aim: self.held.aim, buttons: 0 };
+        }
+        let mut f = self.held;
+        f.buttons &= BTN_MASK;
+        if self.linkdead {
+            f = InputFrame { tick: now, mv: Vec2::ZERO, aim: self.aim, buttons: BTN_ESCAPE };
+        }
+        f
+    }
+
+    pub fn alive(&self) -> bool {
+        !self.dead
+    }
+
+    /// Can bullets hurt this player right now?
+    pub fn vulnerable(&self) -> bool {
+        !self.dead && self.grace == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(tick: Tick) -> InputFrame {
+        InputFrame { tick, mv: Vec2::new(1.0, 0.0), aim: 0.0, buttons: 0 }
+    }
+
+    #[test]
+    fn validation_table() {
+        let mut p = Player::new(1, "a", Vec2::ZERO);
+        let now = 100;
+        assert_eq!(p.queue_input(now, f(now - INPUT_MAX_AGE - 1)), Err(InputDrop::Stale));
+        assert_eq!(p.queue_input(now, f(now + INPUT_MAX_LEAD + 1)), Err(InputDrop::Future));
+        assert_eq!(p.queue_input(now, f(now + INPUT_MAX_LEAD)), Ok(()));
+        assert_eq!(p.queue_input(now, f(now)), Ok(()));
+        assert_eq!(p.queue_input(now, f(now)), Err(InputDrop::Duplicate));
+        p.take_input(now);
+        assert_eq!(p.last_input_tick, Some(now));
+        assert_eq!(p.queue_input(now + 1, f(now)), Err(InputDrop::Replay));
+        assert_eq!(p.queue_input(now + 1, f(now - 5)), Err(InputDrop::Replay));
+    }
+
+    #[test]
+    fn flood_is_capped_oldest_dropped() {
+        let mut p = Player::new(1, "a", Vec2::ZERO);
+        let now = 1000;
+        let mut floods = 0;
+        for t in (now - INPUT_MAX_AGE)..=(now + INPUT_MAX_LEAD) {
+            if p.queue_input(now, f(t)) == Err(InputDrop::Flood) {
+                floods += 1;
+            }
+        }
+        assert!(p.queue.len() <= INPUT_QUEUE_CAP);
+        assert_eq!(floods, 0, "the legal window fits in the queue");
+        p.queue.clear();
+        for t in 0..(INPUT_QUEUE_CAP as u32 + 5) {
+            let _ = p.queue_input(now, f(now - INPUT_MAX_AGE + t % 71));
+        }
+        assert!(p.queue.len() <= INPUT_QUEUE_CAP);
+    }
+
+    #[test]
+    fn coasts_then_stops() {
+        let mut p = Player::new(1, "a", Vec2::ZERO);
+        p.queue_input(10, f(10)).unwrap();
+        assert_eq!(p.take_input(10).mv.x, 1.0);
+        assert_eq!(p.take_input(10 + INPUT_MAX_AGE).mv.x, 1.0, "coasting");
+        assert_eq!(p.take_input(11 + INPUT_MAX_AGE).mv.x, 0.0, "then stops");
+    }
+}

@@ -1,0 +1,106 @@
+//! The boundary between the simulation and emitter scripts. The simulation hands scripts
+//! a read-only view of the instance each tick and applies the commands they queue at the
+//! tick boundary; scripts never hold references into the world, only ids.
+//! `content::lua` implements [`Scripting`] with sandboxed Lua.
+
+use super::math::Vec2;
+use super::player::PlayerId;
+use super::Tick;
+
+/// Who owns an emitter inside one instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    Enemy(u32),
+    Boss,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct PlayerView {
+    pub id: PlayerId,
+    pub pos: Vec2,
+    pub hp: i32,
+    pub alive: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct OwnerView {
+    pub owner: Owner,
+    pub pos: Vec2,
+    pub hp: i32,
+    pub max_hp: i32,
+    /// Boss phase (0-based); 0 for enemies.
+    pub phase: u8,
+}
+
+/// What a script may read.
+pub struct ScriptView<'a> {
+    pub tick: Tick,
+    pub arena: Vec2,
+    pub players: &'a [PlayerView],
+    pub owners: &'a [OwnerView],
+}
+
+/// A bullet a script asked for, already resolved to a kind index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShotCmd {
+    pub pos: Vec2,
+    pub vel: Vec2,
+    pub radius: f32,
+    pub lifetime: u16,
+    pub kind: u16,
+    pub accel: f32,
+    pub turn: f32,
+    pub max_speed: f32,
+    pub damage: i32,
+}
+
+/// Commands queued by scripts, applied by the simulation at the end of the script phase.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScriptCmd {
+    Shot(ShotCmd),
+    MoveTo { owner: Owner, target: Vec2, ticks: u32 },
+    Spawn { enemy: String, pos: Vec2 },
+    Sfx { name: String, pos: Vec2 },
+}
+
+/// A message from the script runtime: `log(...)` output or an error that stopped an emitter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScriptMessage {
+    Log(String),
+    Error(String),
+}
+
+/// One instance's script runtime.
+pub trait Scripting: Send {
+    /// Starts emitter `name` for `owner`; `group` is the boss phase (0 for enemies).
+    fn start(&mut self, owner: Owner, group: u32, name: &str);
+    /// Stops the owner's emitters (all, or one group) and every task they started.
+    fn stop(&mut self, owner: Owner, group: Option<u32>);
+    /// Runs every task due this tick.
+    fn run(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>);
+    /// Live tasks (for tests and diagnostics).
+    fn task_count(&self) -> usize;
+}
+
+/// Makes a script runtime per instance, seeded so the instance's run is reproducible.
+pub trait ScriptFactory: Send + Sync {
+    fn create(&self, seed: u64) -> Box<dyn Scripting>;
+}
+
+/// A runtime with no scripts: emitters do nothing. Used by the client and simple tests.
+pub struct NoScripts;
+
+impl Scripting for NoScripts {
+    fn start(&mut self, _: Owner, _: u32, _: &str) {}
+    fn stop(&mut self, _: Owner, _: Option<u32>) {}
+    fn run(&mut self, _: &ScriptView, _: &mut Vec<ScriptCmd>, _: &mut Vec<ScriptMessage>) {}
+    fn task_count(&self) -> usize {
+        0
+    }
+}
+
+impl ScriptFactory for NoScripts {
+    fn create(&self, _: u64) -> Box<dyn Scripting> {
+        Box::new(NoScripts)
+    }
+}

@@ -1,0 +1,185 @@
+//! The world: the hub plus any number of concurrent dungeon instances, one tick counter,
+//! and the transfers between them. The server owns exactly one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::defs::Defs;
+use super::events::{SimEvent, TransferReason};
+use super::instance::{Instance, InstanceId, InstanceKind, Request};
+use super::player::{InputDrop, InputFrame, Player, PlayerId};
+use super::script::ScriptFactory;
+use super::Tick;
+
+pub struct World {
+    pub tick: Tick,
+    pub defs: Arc<Defs>,
+    pub instances: BTreeMap<InstanceId, Instance>,
+    pub hub: InstanceId,
+    factory: Arc<dyn ScriptFactory>,
+    seed: u64,
+    next_instance: InstanceId,
+    location: BTreeMap<PlayerId, InstanceId>,
+    /// Events of the last step.
+    events: Vec<SimEvent>,
+    /// Events raised outside the instances' own steps (joins, transfers, open/close).
+    pending: Vec<SimEvent>,
+    requests: Vec<Request>,
+}
+
+impl World {
+    pub fn new(defs: Arc<Defs>, factory: Arc<dyn ScriptFactory>, seed: u64) -> Self {
+        let mut w = World {
+            tick: 0,
+            defs,
+            instances: BTreeMap::new(),
+            hub: 0,
+            factory,
+            seed,
+            next_instance: 0,
+            location: BTreeMap::new(),
+            events: Vec::new(),
+            pending: Vec::new(),
+            requests: Vec::new(),
+        };
+        w.hub = w.open_instance(InstanceKind::Hub);
+        w
+    }
+
+    fn open_instance(&mut self, kind: InstanceKind) -> InstanceId {
+        let id = self.next_instance;
+        self.next_instance += 1;
+        let seed = self.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let inst = Instance::new(id, kind.clone(), &self.defs, self.factory.create(seed), seed);
+        self.instances.insert(id, inst);
+        if let InstanceKind::Dungeon(d) = kind {
+            self.pending.push(SimEvent::InstanceOpened { instance: id, dungeon: d });
+        }
+        id
+    }
+
+    /// A player joins the world: they arrive in the hub with spawn grace.
+    pub fn add_player(&mut self, id: PlayerId, name: &str) -> bool {
+        if self.location.contains_key(&id) {
+            return false;
+        }
+        let hub = self.hub;
+        self.instances.get_mut(&hub).expect("hub exists").arrive(Player::new(id, name, Default::default()));
+        self.location.insert(id, hub);
+        self.pending.push(SimEvent::Transfer { player: id, from: None, to: hub, reason: TransferReason::Joined });
+        true
+    }
+
+    /// The connection is gone. The body stays, killable, channelling escape.
+    pub fn mark_linkdead(&mut self, id: PlayerId) {
+        if let Some(p) = self.player_mut(id) {
+            p.linkdead = true;
+        }
+    }
+
+    pub fn queue_input(&mut self, id: PlayerId, f: InputFrame) -> Result<(), InputDrop> {
+        let now = self.tick;
+        match self.player_mut(id) {
+            Some(p) if !p.linkdead => p.queue_input(now, f),
+            _ => Err(InputDrop::UnknownPlayer),
+        }
+    }
+
+    pub fn instance_of(&self, id: PlayerId) -> Option<InstanceId> {
+        self.location.get(&id).copied()
+    }
+
+    pub fn player(&self, id: PlayerId) -> Option<&Player> {
+        let inst = self.instances.get(self.location.get(&id)?)?;
+        inst.players.iter().find(|p| p.id == id)
+    }
+
+    pub fn player_mut(&mut self, id: PlayerId) -> Option<&mut Player> {
+        let inst = self.instances.get_mut(self.location.get(&id)?)?;
+        inst.players.iter_mut().find(|p| p.id == id)
+    }
+
+    pub fn player_count(&self) -> usize {
+        self.location.len()
+    }
+
+    /// Sends a player into a dungeon, joining an open run of it or opening a new one.
+    pub fn enter_dungeon(&mut self, id: PlayerId, dungeon: &str) -> Option<InstanceId> {
+        let max = self.defs.dungeons.get(dungeon)?.max_players as usize;
+        let existing = self.instances.values().find(|i| {
+            i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max
+        });
+        let to = match existing {
+            Some(i) => i.id,
+            None => self.open_instance(InstanceKind::Dungeon(dungeon.to_string())),
+        };
+        self.move_player(id, to, TransferReason::Portal);
+        Some(to)
+    }
+
+    fn move_player(&mut self, id: PlayerId, to: InstanceId, reason: TransferReason) {
+        let Some(from) = self.location.get(&id).copied() else { return };
+        let Some(p) = self.instances.get_mut(&from).and_then(|i| i.take_player(id)) else { return };
+        if p.linkdead {
+            // A dropped player's body has resolved: it is forgotten, not moved.
+            self.location.remove(&id);
+            self.pending.push(SimEvent::PlayerRemoved { player: id, instance: from });
+            return;
+        }
+        self.instances.get_mut(&to).expect("target instance exists").arrive(p);
+        self.location.insert(id, to);
+        self.pending.push(SimEvent::Transfer { player: id, from: Some(from), to, reason });
+    }
+
+    /// One 60 Hz tick of every instance. Returns what happened, in order.
+    pub fn step(&mut self) -> &[SimEvent] {
+        self.tick += 1;
+        let tick = self.tick;
+        // Events raised between steps (joins) are reported with this step.
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        events.append(&mut self.pending);
+        let mut requests = std::mem::take(&mut self.requests);
+        for inst in self.instances.values_mut() {
+            inst.step(tick, &self.defs, &mut events, &mut requests);
+        }
+        self.events = events;
+        for r in requests.drain(..) {
+            match r {
+                Request::ToHub(id, reason) => self.move_player(id, self.hub, reason),
+                Request::Enter(id, d) => {
+                    self.enter_dungeon(id, &d);
+                }
+            }
+        }
+        self.requests = requests;
+        // A run with nobody left closes; a linkdead body counts as somebody, so an
+        // instance never closes under a body that is still resolving.
+        let empty: Vec<InstanceId> = self
+            .instances
+            .values()
+            .filter(|i| !i.is_hub() && i.players.is_empty())
+            .map(|i| i.id)
+            .collect();
+        for id in empty {
+            self.instances.remove(&id);
+            self.pending.push(SimEvent::InstanceClosed { instance: id });
+        }
+        self.events.append(&mut self.pending);
+        &self.events
+    }
+
+    /// Events of the last step (also returned by [`step`](Self::step)).
+    pub fn events(&self) -> &[SimEvent] {
+        &self.events
+    }
+
+    /// A hash of the whole world state (determinism tests).
+    pub fn hash(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.tick as u64;
+        for inst in self.instances.values() {
+            inst.hash_into(&mut h);
+        }
+        h
+    }
+}
