@@ -2,4 +2,6 @@
 //! only picks a mode. Dependencies point one way: `sim` <- `content` <- `protocol` <-
 //! `server` / `client` <- `app`.
 
+pub mod bench;
+pub mod content;
 pub mod sim;

@@ -595,6 +595,15 @@ impl Instance {
         self.bullets.compact();
     }
 
+    /// Sets the boss's HP to a fraction of its maximum and applies any phase change
+    /// (the validator walks every phase this way).
+    pub fn force_boss_hp(&mut self, defs: &Defs, frac: f32, events: &mut Vec<SimEvent>) {
+        if let Some(b) = &mut self.boss {
+            b.hp = ((b.max_hp as f32 * frac) as i32).max(1);
+        }
+        self.check_phase(defs, events);
+    }
+
     fn check_phase(&mut self, defs: &Defs, events: &mut Vec<SimEvent>) {
         let Some(b) = &self.boss else { return };
         let phases = &defs.bosses[&b.def].phases;

@@ -1,0 +1,8 @@
+-- A slow spiral of curving bullets: each one turns as it flies.
+local a = rand(0, 360)
+while true do
+  shot{angle = a, speed = 1.8, turn = 0.6, kind = "rice", lifetime = 240}
+  shot{angle = a + 180, speed = 1.8, turn = 0.6, kind = "rice", lifetime = 240}
+  a = a + 17
+  wait(8)
+end

@@ -1,0 +1,261 @@
+//! `hailfire bench`: milliseconds per tick for (a) a boss fight with four scripted players
+//! and (b) a stress arena holding 10,000 live bullets, each with the Lua share; plus how
+//! long a stationary and a drifting player survive the Warden's opening phase.
+//! Timing lives here, never in `sim` (which has no clock).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::content::{Content, EmitterSource, LuaFactory};
+use crate::sim::defs::{Behaviour, DungeonDef, EnemyDef};
+use crate::sim::player::{InputFrame, BTN_FIRE};
+use crate::sim::rng::Rng;
+use crate::sim::script::{Owner, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting};
+use crate::sim::{Defs, SimEvent, Vec2, World};
+
+/// Wraps a script runtime and adds the time spent in it to a shared counter.
+struct Timed {
+    inner: Box<dyn Scripting>,
+    nanos: Arc<AtomicU64>,
+}
+
+impl Scripting for Timed {
+    fn start(&mut self, o: Owner, g: u32, n: &str) {
+        let t = Instant::now();
+        self.inner.start(o, g, n);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    fn stop(&mut self, o: Owner, g: Option<u32>) {
+        self.inner.stop(o, g)
+    }
+    fn run(&mut self, v: &ScriptView, out: &mut Vec<ScriptCmd>, m: &mut Vec<ScriptMessage>) {
+        let t = Instant::now();
+        self.inner.run(v, out, m);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    fn task_count(&self) -> usize {
+        self.inner.task_count()
+    }
+}
+
+struct TimedFactory {
+    inner: Arc<dyn ScriptFactory>,
+    nanos: Arc<AtomicU64>,
+}
+
+impl ScriptFactory for TimedFactory {
+    fn create(&self, seed: u64) -> Box<dyn Scripting> {
+        Box::new(Timed { inner: self.inner.create(seed), nanos: self.nanos.clone() })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchResult {
+    pub name: String,
+    pub ticks: u32,
+    pub ms_per_tick: f64,
+    pub lua_ms_per_tick: f64,
+    pub mean_bullets: f64,
+    pub peak_bullets: usize,
+}
+
+impl std::fmt::Display for BenchResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:<34} {:>8.4} ms/tick  (Lua {:>7.4} ms, {:>4.1}%)  bullets mean {:>7.1} peak {:>6}  over {} ticks",
+            self.name,
+            self.ms_per_tick,
+            self.lua_ms_per_tick,
+            100.0 * self.lua_ms_per_tick / self.ms_per_tick.max(1e-12),
+            self.mean_bullets,
+            self.peak_bullets,
+            self.ticks
+        )
+    }
+}
+
+fn drift(t: u32, k: u32) -> Vec2 {
+    let a = t as f32 * 0.021 + k as f32 * 1.7;
+    Vec2::new(a.sin(), (a * 1.3).cos() * 0.6)
+}
+
+/// (a) The Warden fight with four scripted players, every phase in turn.
+pub fn boss_fight(content: &Content, ticks_per_phase: u32) -> BenchResult {
+    let nanos = Arc::new(AtomicU64::new(0));
+    let factory = Arc::new(TimedFactory { inner: content.script_factory(), nanos: nanos.clone() });
+    let mut world = World::new(content.defs.clone(), factory, 1);
+    for id in 1..=4 {
+        world.add_player(id, &format!("bot{id}"));
+    }
+    let inst = world.enter_dungeon(1, "warden_keep").expect("base content has warden_keep");
+    for id in 2..=4 {
+        world.enter_dungeon(id, "warden_keep");
+    }
+    let defs = world.defs.clone();
+    let mut ev = Vec::new();
+    let tick = world.tick;
+    world.instances.get_mut(&inst).unwrap().start_boss(&defs, tick, &mut ev);
+    let phases: Vec<f32> = defs.bosses["warden"].phases.iter().map(|p| p.hp_threshold).collect();
+    let (mut total, mut bullets_sum, mut peak, mut n) = (0u128, 0u64, 0usize, 0u32);
+    nanos.store(0, Ordering::Relaxed);
+    for &frac in &phases {
+        for _ in 0..ticks_per_phase {
+            let t = world.tick + 1;
+            let boss_pos = world.instances[&inst].boss.as_ref().map_or(Vec2::new(480.0, 160.0), |b| b.pos);
+            for id in 1..=4u32 {
+                let p = world.player(id).map(|p| p.pos).unwrap_or_default();
+                let aim = (boss_pos - p).angle_deg();
+                let _ = world.queue_input(id, InputFrame { tick: t, mv: drift(t, id), aim, buttons: BTN_FIRE });
+            }
+            {
+                // Bench harness: keep the fight in this phase and the players alive.
+                let i = world.instances.get_mut(&inst).unwrap();
+                i.force_boss_hp(&defs, frac - 0.01, &mut ev);
+                for p in i.players.iter_mut() {
+                    p.hp = 100;
+                }
+            }
+            let start = Instant::now();
+            world.step();
+            total += start.elapsed().as_nanos();
+            let b = world.instances[&inst].bullets.len();
+            bullets_sum += b as u64;
+            peak = peak.max(b);
+            n += 1;
+        }
+    }
+    BenchResult {
+        name: "(a) Warden fight, 4 players".into(),
+        ticks: n,
+        ms_per_tick: total as f64 / n as f64 / 1e6,
+        lua_ms_per_tick: nanos.load(Ordering::Relaxed) as f64 / n as f64 / 1e6,
+        mean_bullets: bullets_sum as f64 / n as f64,
+        peak_bullets: peak,
+    }
+}
+
+const STRESS_EMITTER: &str = r#"
+-- Stress: 100 bullets a tick with a 100-tick life keeps 10,000 in the air.
+local a = 0
+while true do
+  ring{n = 100, angle = a, speed = 1.5, kind = "orb_small", lifetime = 100, turn = 0.2}
+  a = a + 3.7
+  wait(1)
+end
+"#;
+
+/// (b) A stress arena with 10,000 live bullets and four players weaving through them.
+pub fn stress(content: &Content, ticks: u32) -> BenchResult {
+    let mut defs: Defs = (*content.defs).clone();
+    defs.enemies.insert(
+        "bench_stress".into(),
+        EnemyDef {
+            id: "bench_stress".into(),
+            name: "stress".into(),
+            hp: i32::MAX,
+            radius: 20.0,
+            color: "#ffffff".into(),
+            behaviour: Behaviour::Stationary,
+            speed: 0.0,
+            range: 0.0,
+            emitters: vec!["bench_stress".into()],
+            hostile: true,
+        },
+    );
+    let mut d: DungeonDef = content.defs.dungeons["warden_keep"].clone();
+    d.waves = vec![crate::sim::defs::WaveDef {
+        delay: 0,
+        spawns: vec![crate::sim::defs::SpawnDef { enemy: "bench_stress".into(), x: 480.0, y: 360.0, count: 1, spacing: 0.0 }],
+    }];
+    defs.dungeons.insert("bench_arena".into(), d);
+    let mut emitters: BTreeMap<String, EmitterSource> = (*content.emitters).clone();
+    emitters.insert(
+        "bench_stress".into(),
+        EmitterSource { id: "bench_stress".into(), mod_id: "bench".into(), path: "<bench>".into(), source: STRESS_EMITTER.into() },
+    );
+    let defs = Arc::new(defs);
+    let nanos = Arc::new(AtomicU64::new(0));
+    let inner: Arc<dyn ScriptFactory> = Arc::new(LuaFactory::new(&defs, Arc::new(emitters)));
+    let mut world = World::new(defs, Arc::new(TimedFactory { inner, nanos: nanos.clone() }), 2);
+    for id in 1..=4 {
+        world.add_player(id, "bot");
+        world.enter_dungeon(id, "bench_arena");
+    }
+    let inst = world.instance_of(1).unwrap();
+    let warm = 130;
+    let (mut total, mut bullets_sum, mut peak, mut n) = (0u128, 0u64, 0usize, 0u32);
+    for k in 0..(warm + ticks) {
+        if k == warm {
+            nanos.store(0, Ordering::Relaxed);
+        }
+        let t = world.tick + 1;
+        for id in 1..=4u32 {
+            let _ = world.queue_input(id, InputFrame { tick: t, mv: drift(t, id), aim: -90.0, buttons: BTN_FIRE });
+        }
+        for p in world.instances.get_mut(&inst).unwrap().players.iter_mut() {
+            p.hp = 100;
+        }
+        let start = Instant::now();
+        world.step();
+        let el = start.elapsed().as_nanos();
+        if k >= warm {
+            total += el;
+            let b = world.instances[&inst].bullets.len();
+            bullets_sum += b as u64;
+            peak = peak.max(b);
+            n += 1;
+        }
+    }
+    BenchResult {
+        name: "(b) stress arena, 10,000 bullets".into(),
+        ticks: n,
+        ms_per_tick: total as f64 / n as f64 / 1e6,
+        lua_ms_per_tick: nanos.load(Ordering::Relaxed) as f64 / n as f64 / 1e6,
+        mean_bullets: bullets_sum as f64 / n as f64,
+        peak_bullets: peak,
+    }
+}
+
+/// Seconds a lone player survives the Warden's opening phase, from arrival (spawn grace
+/// included), standing still (`drifting = false`) or drifting aimlessly. Never fires, so
+/// the boss stays in its first phase. `None` if it survived `limit_s`.
+pub fn survival(content: &Content, drifting: bool, seed: u64, limit_s: u32) -> Option<f64> {
+    let mut world = World::new(content.defs.clone(), content.script_factory(), seed);
+    world.add_player(1, "target");
+    let inst = world.enter_dungeon(1, "warden_keep")?;
+    let defs = world.defs.clone();
+    let mut ev = Vec::new();
+    let tick = world.tick;
+    world.instances.get_mut(&inst)?.start_boss(&defs, tick, &mut ev);
+    let start = world.tick;
+    let mut rng = Rng::new(seed);
+    let mut dir = Vec2::ZERO;
+    for _ in 0..limit_s * 60 {
+        let t = world.tick + 1;
+        if drifting && (t % 30 == 0 || dir == Vec2::ZERO) {
+            dir = Vec2::from_angle_deg(rng.next_f64() as f32 * 360.0);
+        }
+        let mv = if drifting { dir } else { Vec2::ZERO };
+        let _ = world.queue_input(1, InputFrame { tick: t, mv, aim: -90.0, buttons: 0 });
+        let died = world.step().iter().any(|e| matches!(e, SimEvent::Death { target: crate::sim::events::Target::Player(1), .. }));
+        if died {
+            return Some((world.tick - start) as f64 / 60.0);
+        }
+    }
+    None
+}
+
+/// Mean survival over `seeds` runs (a run that outlives the limit counts as the limit).
+pub fn mean_survival(content: &Content, drifting: bool, seeds: u64) -> f64 {
+    let limit = 120;
+    let sum: f64 = (0..seeds).map(|s| survival(content, drifting, 1000 + s, limit).unwrap_or(limit as f64)).sum();
+    sum / seeds as f64
+}
+
+pub fn run_all(content: &Content, quick: bool) -> Vec<BenchResult> {
+    let (per_phase, stress_ticks) = if quick { (200, 200) } else { (1200, 1800) };
+    vec![boss_fight(content, per_phase), stress(content, stress_ticks)]
+}

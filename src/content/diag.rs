@@ -1,0 +1,81 @@
+//! Diagnostics: every problem found in a mod, with the file, line and column to fix.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub mod_id: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<usize>,
+    pub col: Option<usize>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn error(mod_id: Option<&str>, file: Option<&str>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            mod_id: mod_id.map(str::to_string),
+            file: file.map(str::to_string),
+            line: None,
+            col: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(mod_id: Option<&str>, file: Option<&str>, message: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Warning, ..Self::error(mod_id, file, message) }
+    }
+
+    pub fn at(mut self, pos: Option<(usize, usize)>) -> Self {
+        if let Some((l, c)) = pos {
+            self.line = Some(l);
+            self.col = Some(c);
+        }
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{sev}: ")?;
+        if let Some(file) = &self.file {
+            write!(f, "{file}")?;
+            if let Some(l) = self.line {
+                write!(f, ":{l}")?;
+                if let Some(c) = self.col {
+                    write!(f, ":{c}")?;
+                }
+            }
+            write!(f, ": ")?;
+        }
+        if let Some(m) = &self.mod_id {
+            write!(f, "[mod {m}] ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..text.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}

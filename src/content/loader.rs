@@ -1,0 +1,458 @@
+//! Finds mods, reads their manifests and definitions, orders them by dependencies and
+//! merges them into one set of definitions. Everything wrong is reported, and a mod with
+//! an error is refused (with anything that depends on it) while the rest still load.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use super::diag::{line_col, Diagnostic};
+use super::lua::EmitterSource;
+use super::manifest::Manifest;
+use super::toml_doc::TomlDoc;
+use crate::sim::defs::*;
+
+/// Where mods are looked for.
+#[derive(Clone, Debug)]
+pub enum ModRoot {
+    /// A folder that is itself one mod (holds `mod.toml`), like `content/`.
+    Mod(PathBuf),
+    /// A folder whose subfolders are mods, like `mods/`.
+    Folder(PathBuf),
+}
+
+/// A mod's definitions as read from disk, with where each came from.
+pub struct ParsedMod {
+    pub manifest: Manifest,
+    pub dir: String,
+    pub bullets: Vec<BulletKindDef>,
+    pub enemies: Vec<EnemyDef>,
+    pub bosses: Vec<BossDef>,
+    pub dungeons: Vec<DungeonDef>,
+    pub hub: Option<HubDef>,
+    pub emitters: Vec<EmitterSource>,
+    /// file name (`enemies.toml`) -> document, for locating references.
+    pub docs: HashMap<String, TomlDoc>,
+    pub ok: bool,
+}
+
+impl ParsedMod {
+    fn file(&self, name: &str) -> String {
+        format!("{}/{}", self.dir, name)
+    }
+    fn loc(&self, file: &str, entry: &str, field: &str) -> Option<(usize, usize)> {
+        self.docs.get(file).and_then(|d| d.loc(entry, field))
+    }
+}
+
+/// Shows a path relative to the working directory when it is under it.
+pub fn display_path(p: &Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    let rel = cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()).unwrap_or(p);
+    rel.to_string_lossy().replace('\\', "/")
+}
+
+/// The mod folders under the roots, in load order of discovery (content, mods, user).
+pub fn discover(roots: &[ModRoot]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut push = |p: PathBuf| {
+        let canon = p.canonicalize().unwrap_or(p.clone());
+        if !out.iter().any(|o| o.canonicalize().unwrap_or(o.clone()) == canon) {
+            out.push(p);
+        }
+    };
+    for r in roots {
+        match r {
+            ModRoot::Mod(p) => push(p.clone()),
+            ModRoot::Folder(p) => {
+                let Ok(rd) = std::fs::read_dir(p) else { continue };
+                let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.join("mod.toml").is_file()).collect();
+                dirs.sort();
+                for d in dirs {
+                    push(d);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn read_defs<T: DeserializeOwned>(
+    dir: &Path,
+    shown: &str,
+    name: &str,
+    mod_id: &str,
+    docs: &mut HashMap<String, TomlDoc>,
+    diags: &mut Vec<Diagnostic>,
+    set_id: impl Fn(&mut T, String),
+) -> Vec<T> {
+    let path = dir.join(name);
+    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
+    let file = format!("{shown}/{name}");
+    let Some(doc) = TomlDoc::parse(&file, text, mod_id, diags) else { return Vec::new() };
+    let mut out = Vec::new();
+    for key in &doc.keys {
+        if !Manifest::id_is_valid(key) {
+            diags.push(
+                Diagnostic::error(Some(mod_id), Some(&file), format!("id '{key}' must use lowercase letters, digits and _"))
+                    .at(doc.loc(key, "")),
+            );
+            continue;
+        }
+        if let Some(mut v) = doc.entry::<T>(key, mod_id, diags) {
+            set_id(&mut v, key.clone());
+            out.push(v);
+        }
+    }
+    docs.insert(name.to_string(), doc);
+    out
+}
+
+/// Checks that a Lua file compiles (text only), reporting the line of a syntax error.
+fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
+    let lua = mlua::Lua::new_with(mlua::StdLib::NONE, mlua::LuaOptions::default());
+    let Ok(lua) = lua else { return true };
+    match lua.load(&src.source).set_name(format!("@{}", src.path)).set_mode(mlua::chunk::ChunkMode::Text).into_function() {
+        Ok(_) => true,
+        Err(e) => {
+            let msg = match &e {
+                mlua::Error::SyntaxError { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            // Lua's message starts "path:line: ...": lift the line into the diagnostic.
+            let rest = msg.strip_prefix(&format!("{}:", src.path)).unwrap_or(&msg);
+            let (line, text) = match rest.split_once(':') {
+                Some((l, t)) if l.parse::<usize>().is_ok() => (l.parse().ok(), t.trim().to_string()),
+                _ => (None, msg.clone()),
+            };
+            diags.push(
+                Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("Lua syntax: {text}")).at(line.map(|l| (l, 1))),
+            );
+            false
+        }
+    }
+}
+
+/// Reads one mod folder. Returns `None` when even the manifest is unusable.
+pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
+    let shown = display_path(dir);
+    let mpath = format!("{shown}/mod.toml");
+    let text = match std::fs::read_to_string(dir.join("mod.toml")) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(Diagnostic::error(None, Some(&mpath), format!("cannot read the manifest: {e}")));
+            return None;
+        }
+    };
+    let manifest: Manifest = match toml::from_str(&text) {
+        Ok(m) => m,
+        Err(e) => {
+            let pos = e.span().map(|s| line_col(&text, s.start));
+            diags.push(Diagnostic::error(None, Some(&mpath), format!("manifest: {}", e.message().trim())).at(pos));
+            return None;
+        }
+    };
+    let before = diags.len();
+    let id = manifest.id.clone();
+    if !Manifest::id_is_valid(&id) {
+        diags.push(Diagnostic::error(Some(&id), Some(&mpath), "mod id must use lowercase letters, digits and _"));
+    }
+    let mut docs = HashMap::new();
+    let bullets = read_defs(dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
+    let enemies = read_defs(dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
+    let bosses = read_defs(dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
+    let dungeons = read_defs(dir, &shown, "dungeons.toml", &id, &mut docs, diags, |d: &mut DungeonDef, k| d.id = k);
+    let hub = match std::fs::read_to_string(dir.join("hub.toml")) {
+        Ok(t) => match toml::from_str::<HubDef>(&t) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                let pos = e.span().map(|s| line_col(&t, s.start));
+                diags.push(Diagnostic::error(Some(&id), Some(&format!("{shown}/hub.toml")), e.message().trim().to_string()).at(pos));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let known = ["mod.toml", "bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml", "hub.toml"];
+            if name.ends_with(".toml") && !known.contains(&name.as_str()) {
+                diags.push(Diagnostic::warning(
+                    Some(&id),
+                    Some(&format!("{shown}/{name}")),
+                    format!("unknown definitions file (known: {})", known[1..].join(", ")),
+                ));
+            }
+        }
+    }
+    let mut emitters = Vec::new();
+    let edir = dir.join("emitters");
+    if let Ok(rd) = std::fs::read_dir(&edir) {
+        let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lua")).collect();
+        files.sort();
+        for f in files {
+            let stem = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+            let path = display_path(&f);
+            if !Manifest::id_is_valid(&stem) {
+                diags.push(Diagnostic::error(Some(&id), Some(&path), "emitter file names must use lowercase letters, digits and _"));
+                continue;
+            }
+            match std::fs::read(&f) {
+                Ok(bytes) if bytes.first() == Some(&0x1b) => {
+                    diags.push(Diagnostic::error(Some(&id), Some(&path), "precompiled Lua bytecode is not allowed; ship the source"));
+                }
+                Ok(bytes) => {
+                    let src = EmitterSource { id: stem, mod_id: id.clone(), path, source: String::from_utf8_lossy(&bytes).into_owned() };
+                    if syntax_check(&src, diags) {
+                        emitters.push(src);
+                    }
+                }
+                Err(e) => diags.push(Diagnostic::error(Some(&id), Some(&path), format!("cannot read: {e}"))),
+            }
+        }
+    }
+    let ok = !diags[before..].iter().any(|d| d.is_error());
+    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, hub, emitters, docs, ok })
+}
+
+/// Refuses mods with missing or incompatible dependencies, unsupported game versions or
+/// dependency cycles, and returns the rest in an order where dependencies come first.
+pub fn order(mods: Vec<ParsedMod>, diags: &mut Vec<Diagnostic>) -> Vec<ParsedMod> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut alive: Vec<ParsedMod> = Vec::new();
+    for m in mods {
+        let mf = m.file("mod.toml");
+        if let Some(first) = seen.get(&m.manifest.id) {
+            diags.push(Diagnostic::error(
+                Some(&m.manifest.id),
+                Some(&mf),
+                format!("another mod with id '{}' is already loaded from {first}; this one is skipped", m.manifest.id),
+            ));
+            continue;
+        }
+        seen.insert(m.manifest.id.clone(), m.dir.clone());
+        if !m.manifest.supports_game() {
+            diags.push(Diagnostic::error(
+                Some(&m.manifest.id),
+                Some(&mf),
+                format!(
+                    "supports game version {} but this is {}",
+                    m.manifest.game_version,
+                    super::manifest::GAME_VERSION
+                ),
+            ));
+            continue;
+        }
+        alive.push(m);
+    }
+    // Refuse mods whose dependencies are missing, broken or the wrong version, repeatedly
+    // (a refusal can cascade).
+    loop {
+        let ids: BTreeMap<String, (semver::Version, bool)> =
+            alive.iter().map(|m| (m.manifest.id.clone(), (m.manifest.version.clone(), m.ok))).collect();
+        let mut refused = None;
+        'outer: for (i, m) in alive.iter().enumerate() {
+            for (dep, req) in &m.manifest.dependencies {
+                let why = match ids.get(dep) {
+                    None => format!("depends on '{dep}' ({req}), which is not installed"),
+                    Some((v, _)) if !req.matches(v) => format!("depends on '{dep}' {req}, but version {v} is installed"),
+                    Some((_, false)) => format!("depends on '{dep}', which has errors"),
+                    _ => continue,
+                };
+                diags.push(Diagnostic::error(Some(&m.manifest.id), Some(&m.file("mod.toml")), why));
+                refused = Some(i);
+                break 'outer;
+            }
+        }
+        match refused {
+            Some(i) => {
+                alive.remove(i);
+            }
+            None => break,
+        }
+    }
+    // Kahn's algorithm, ties broken by discovery order.
+    let mut ordered = Vec::new();
+    let mut rest = alive;
+    loop {
+        let done: Vec<String> = ordered.iter().map(|m: &ParsedMod| m.manifest.id.clone()).collect();
+        let ready = rest.iter().position(|m| m.manifest.dependencies.keys().all(|d| done.contains(d)));
+        match ready {
+            Some(i) => ordered.push(rest.remove(i)),
+            None => break,
+        }
+    }
+    if !rest.is_empty() {
+        let names: Vec<String> = rest.iter().map(|m| m.manifest.id.clone()).collect();
+        for m in &rest {
+            diags.push(Diagnostic::error(
+                Some(&m.manifest.id),
+                Some(&m.file("mod.toml")),
+                format!("dependency cycle among: {}", names.join(" -> ")),
+            ));
+        }
+    }
+    ordered
+}
+
+/// Merges mods in order; a later mod's definition with the same id replaces the earlier one.
+pub fn merge(mods: &[ParsedMod]) -> (Defs, BTreeMap<String, EmitterSource>) {
+    let mut defs = Defs::default();
+    let mut emitters = BTreeMap::new();
+    for m in mods {
+        for b in &m.bullets {
+            match defs.bullets.iter_mut().find(|x| x.id == b.id) {
+                Some(x) => *x = b.clone(),
+                None => defs.bullets.push(b.clone()),
+            }
+        }
+        for e in &m.enemies {
+            defs.enemies.insert(e.id.clone(), e.clone());
+        }
+        for b in &m.bosses {
+            defs.bosses.insert(b.id.clone(), b.clone());
+        }
+        for d in &m.dungeons {
+            defs.dungeons.insert(d.id.clone(), d.clone());
+        }
+        if let Some(h) = &m.hub {
+            defs.hub = h.clone();
+        }
+        for e in &m.emitters {
+            emitters.insert(e.id.clone(), e.clone());
+        }
+    }
+    (defs, emitters)
+}
+
+pub fn color_ok(c: &str) -> bool {
+    c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn inside(p: [f32; 2], arena: [f32; 2]) -> bool {
+    p[0].is_finite() && p[1].is_finite() && p[0] >= 0.0 && p[1] >= 0.0 && p[0] <= arena[0] && p[1] <= arena[1]
+}
+
+/// Checks one mod's definitions against the merged set: references resolve, numbers are
+/// sane, and the game's invariants hold. Returns the number of errors added.
+pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, EmitterSource>, diags: &mut Vec<Diagnostic>) -> usize {
+    let before = diags.len();
+    let id = m.manifest.id.as_str();
+    let mut err = |file: &str, entry: &str, field: &str, msg: String| {
+        diags.push(Diagnostic::error(Some(id), Some(&m.file(file)), msg).at(m.loc(file, entry, field)));
+    };
+    for b in &m.bullets {
+        let f = "bullets.toml";
+        if !(b.radius > 0.0 && b.radius <= 64.0) {
+            err(f, &b.id, "radius", format!("bullet '{}': radius must be in (0, 64]", b.id));
+        }
+        if !color_ok(&b.color) {
+            err(f, &b.id, "color", format!("bullet '{}': color must look like \"#ff8040\"", b.id));
+        }
+        if b.damage < 0 {
+            err(f, &b.id, "damage", format!("bullet '{}': damage must not be negative", b.id));
+        }
+    }
+    for e in &m.enemies {
+        let f = "enemies.toml";
+        if e.hp <= 0 {
+            err(f, &e.id, "hp", format!("enemy '{}': hp must be positive", e.id));
+        }
+        if !(e.radius > 0.0 && e.radius <= 256.0) {
+            err(f, &e.id, "radius", format!("enemy '{}': radius must be in (0, 256]", e.id));
+        }
+        if !(e.speed.is_finite() && e.speed >= 0.0 && e.speed <= 20.0) {
+            err(f, &e.id, "speed", format!("enemy '{}': speed must be in [0, 20] px/tick", e.id));
+        }
+        if !color_ok(&e.color) {
+            err(f, &e.id, "color", format!("enemy '{}': color must look like \"#ff8040\"", e.id));
+        }
+        for em in &e.emitters {
+            if !emitters.contains_key(em) {
+                err(f, &e.id, "emitters", format!("enemy '{}': emitter '{em}' does not exist (no emitters/{em}.lua)", e.id));
+            }
+        }
+        if e.hostile && e.emitters.is_empty() {
+            err(
+                f,
+                &e.id,
+                "",
+                format!("enemy '{}' is hostile but has no emitter: enemies hurt only through bullets (set hostile = false for a harmless one)", e.id),
+            );
+        }
+    }
+    for b in &m.bosses {
+        let f = "bosses.toml";
+        if b.hp <= 0 {
+            err(f, &b.id, "hp", format!("boss '{}': hp must be positive", b.id));
+        }
+        if b.phases.is_empty() {
+            err(f, &b.id, "phases", format!("boss '{}' has no phases", b.id));
+        }
+        for (i, p) in b.phases.iter().enumerate() {
+            let n = i + 1;
+            if i == 0 && p.hp_threshold != 1.0 {
+                err(f, &b.id, "phases", format!("boss '{}' phase {n} '{}': the first phase must have hp_threshold = 1.0", b.id, p.name));
+            }
+            if !(p.hp_threshold > 0.0 && p.hp_threshold <= 1.0) {
+                err(f, &b.id, "phases", format!("boss '{}' phase {n}: hp_threshold must be in (0, 1]", b.id));
+            }
+            if i > 0 && p.hp_threshold >= b.phases[i - 1].hp_threshold {
+                err(
+                    f,
+                    &b.id,
+                    "phases",
+                    format!("boss '{}' phase {n} '{}': phases must be ordered by strictly decreasing hp_threshold", b.id, p.name),
+                );
+            }
+            if !(p.damage_taken_mult.is_finite() && p.damage_taken_mult >= 0.0 && p.damage_taken_mult <= 100.0) {
+                err(f, &b.id, "phases", format!("boss '{}' phase {n}: damage_taken_mult must be in [0, 100]", b.id));
+            }
+            if p.emitters.is_empty() {
+                err(f, &b.id, "phases", format!("boss '{}' phase {n} '{}' has no emitter", b.id, p.name));
+            }
+            for em in &p.emitters {
+                if !emitters.contains_key(em) {
+                    err(f, &b.id, "phases", format!("boss '{}' phase {n}: emitter '{em}' does not exist", b.id));
+                }
+            }
+        }
+    }
+    for d in &m.dungeons {
+        let f = "dungeons.toml";
+        let [w, h] = d.arena;
+        if !(64.0..=8192.0).contains(&w) || !(64.0..=8192.0).contains(&h) {
+            err(f, &d.id, "arena", format!("dungeon '{}': arena sides must be 64..8192 px", d.id));
+        }
+        if !inside(d.spawn, d.arena) {
+            err(f, &d.id, "spawn", format!("dungeon '{}': spawn is outside the arena", d.id));
+        }
+        if !inside(d.boss_pos, d.arena) {
+            err(f, &d.id, "boss_pos", format!("dungeon '{}': boss_pos is outside the arena", d.id));
+        }
+        if !defs.bosses.contains_key(&d.boss) {
+            err(f, &d.id, "boss", format!("dungeon '{}': boss '{}' does not exist", d.id, d.boss));
+        }
+        if d.max_players == 0 {
+            err(f, &d.id, "max_players", format!("dungeon '{}': max_players must be at least 1", d.id));
+        }
+        for (wi, wave) in d.waves.iter().enumerate() {
+            for s in &wave.spawns {
+                if !defs.enemies.contains_key(&s.enemy) {
+                    err(f, &d.id, "waves", format!("dungeon '{}' wave {}: enemy '{}' does not exist", d.id, wi + 1, s.enemy));
+                }
+                if s.count > 64 {
+                    err(f, &d.id, "waves", format!("dungeon '{}' wave {}: count must be at most 64", d.id, wi + 1));
+                }
+            }
+        }
+    }
+    if let Some(hub) = &m.hub {
+        if !inside(hub.spawn, hub.arena) || hub.arena[0] < 64.0 || hub.arena[1] < 64.0 {
+            diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), "hub: spawn must be inside an arena of at least 64x64"));
+        }
+    }
+    diags.len() - before
+}

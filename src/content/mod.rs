@@ -1,0 +1,162 @@
+//! Mods: manifests, TOML definitions and Lua emitters. The base game is itself a mod
+//! (`content/`); user mods live in `mods/` and in the user's data directory.
+//!
+//! Load order: `content/`, then `mods/`, then `<data dir>/mods`, then sorted so that
+//! dependencies come first. A later mod may replace an earlier definition with the same id.
+
+pub mod diag;
+pub mod loader;
+pub mod lua;
+pub mod manifest;
+pub mod toml_doc;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use diag::{Diagnostic, Severity};
+pub use loader::ModRoot;
+pub use lua::{EmitterSource, LuaFactory};
+
+use crate::sim::script::ScriptFactory;
+use crate::sim::Defs;
+
+/// What a loaded mod is, for the Mods menu and the log.
+#[derive(Clone, Debug)]
+pub struct ModSummary {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub dir: String,
+    pub loaded: bool,
+}
+
+/// Everything the game loaded: merged definitions, emitter sources, and the report.
+#[derive(Clone)]
+pub struct Content {
+    pub defs: Arc<Defs>,
+    pub emitters: Arc<BTreeMap<String, EmitterSource>>,
+    pub mods: Vec<ModSummary>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Content {
+    pub fn script_factory(&self) -> Arc<dyn ScriptFactory> {
+        Arc::new(LuaFactory::new(&self.defs, self.emitters.clone()))
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    /// Whether the base game itself loaded (without it there is nothing to play).
+    pub fn base_loaded(&self) -> bool {
+        self.mods.iter().any(|m| m.id == "base" && m.loaded)
+    }
+
+    /// Loads the default roots (see the module docs).
+    pub fn load_default() -> Content {
+        load(&default_roots())
+    }
+}
+
+/// The folder holding the base content: `$HAILFIRE_CONTENT`, else `content/` next to the
+/// executable, in the working directory, or in the source tree this was built from.
+pub fn content_dir() -> PathBuf {
+    if let Ok(p) = std::env::var("HAILFIRE_CONTENT") {
+        return PathBuf::from(p);
+    }
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(|p| p.to_path_buf())) {
+        candidates.push(dir.join("content"));
+    }
+    candidates.push(PathBuf::from("content"));
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("content"));
+    candidates.iter().find(|c| c.join("mod.toml").is_file()).cloned().unwrap_or_else(|| candidates.pop().unwrap())
+}
+
+/// `<data dir>/mods`, where players drop mods they download.
+pub fn user_mods_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "Hailfire").map(|d| d.data_dir().join("mods"))
+}
+
+pub fn default_roots() -> Vec<ModRoot> {
+    let content = content_dir();
+    let mods = content.parent().map(|p| p.join("mods")).unwrap_or_else(|| PathBuf::from("mods"));
+    let mut roots = vec![ModRoot::Mod(content), ModRoot::Folder(mods)];
+    if let Some(u) = user_mods_dir() {
+        roots.push(ModRoot::Folder(u));
+    }
+    roots
+}
+
+/// Loads every mod under `roots`. Mods with errors are refused (and reported); the rest load.
+pub fn load(roots: &[ModRoot]) -> Content {
+    let mut diags = Vec::new();
+    let parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
+    let mut summaries: Vec<ModSummary> = parsed
+        .iter()
+        .map(|m| ModSummary {
+            id: m.manifest.id.clone(),
+            name: m.manifest.name.clone(),
+            version: m.manifest.version.to_string(),
+            dir: m.dir.clone(),
+            loaded: false,
+        })
+        .collect();
+    let mut mods: Vec<_> = loader::order(parsed, &mut diags).into_iter().filter(|m| m.ok).collect();
+    // Check references against the merged set; refuse offenders and merge again until stable.
+    let (defs, emitters) = loop {
+        let (defs, emitters) = loader::merge(&mods);
+        let mut scratch = Vec::new();
+        let bad: Vec<usize> =
+            (0..mods.len()).filter(|&i| loader::check_refs(&mods[i], &defs, &emitters, &mut scratch) > 0).collect();
+        if bad.is_empty() {
+            break (defs, emitters);
+        }
+        diags.extend(scratch.into_iter().filter(|d| d.is_error()));
+        for i in bad.into_iter().rev() {
+            mods.remove(i);
+        }
+        // Dependents of a refused mod go too.
+        let mut again = Vec::new();
+        mods = loader::order(std::mem::take(&mut mods), &mut again);
+        diags.extend(again);
+    };
+    let mut defs = defs;
+    if defs.bullet_kind(crate::sim::config::DEFAULT_PLAYER_BULLET).is_none() && !mods.is_empty() {
+        diags.push(Diagnostic::error(
+            None,
+            None,
+            format!("no loaded mod defines the bullet kind '{}' that players fire", crate::sim::config::DEFAULT_PLAYER_BULLET),
+        ));
+    }
+    for s in summaries.iter_mut() {
+        s.loaded = mods.iter().any(|m| m.manifest.id == s.id && m.dir == s.dir);
+    }
+    if defs.bullets.is_empty() {
+        defs.bullets.push(crate::sim::defs::BulletKindDef {
+            id: crate::sim::config::DEFAULT_PLAYER_BULLET.into(),
+            radius: 4.0,
+            color: "#ffffff".into(),
+            shape: crate::sim::defs::Shape::Orb,
+            damage: 10,
+        });
+    }
+    dedup(&mut diags);
+    Content { defs: Arc::new(defs), emitters: Arc::new(emitters), mods: summaries, diagnostics: diags }
+}
+
+fn dedup(d: &mut Vec<Diagnostic>) {
+    let mut seen = Vec::new();
+    d.retain(|x| {
+        let k = x.to_string();
+        if seen.contains(&k) {
+            false
+        } else {
+            seen.push(k);
+            true
+        }
+    });
+}

@@ -1,0 +1,100 @@
+//! Reads a definitions file (a TOML table of id -> definition) so that every entry is
+//! checked on its own: one bad enemy does not hide the next one's error, and every error
+//! carries the line and column where it is.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+use super::diag::{line_col, Diagnostic};
+
+/// A parsed TOML file with the position of every entry and every field in it.
+pub struct TomlDoc {
+    pub file: String,
+    pub text: String,
+    /// (entry, field) -> (line, col); field "" is the entry itself.
+    pub locs: HashMap<(String, String), (usize, usize)>,
+    pub keys: Vec<String>,
+}
+
+impl TomlDoc {
+    /// Parses the syntax; syntax errors are all reported, and the file yields nothing.
+    pub fn parse(file: &str, text: String, mod_id: &str, diags: &mut Vec<Diagnostic>) -> Option<TomlDoc> {
+        let (root, errors) = toml::de::DeTable::parse_recoverable(&text);
+        if !errors.is_empty() {
+            for e in errors {
+                let pos = e.span().map(|s| line_col(&text, s.start));
+                diags.push(Diagnostic::error(Some(mod_id), Some(file), format!("TOML syntax: {}", e.message())).at(pos));
+            }
+            return None;
+        }
+        let mut locs = HashMap::new();
+        let mut keys = Vec::new();
+        for (k, v) in root.get_ref().iter() {
+            let key = k.get_ref().to_string();
+            locs.insert((key.clone(), String::new()), line_col(&text, k.span().start));
+            if let Some(t) = v.get_ref().as_table() {
+                for (fk, _) in t.iter() {
+                    locs.insert((key.clone(), fk.get_ref().to_string()), line_col(&text, fk.span().start));
+                }
+            }
+            keys.push(key);
+        }
+        drop(root);
+        Some(TomlDoc { file: file.to_string(), text, locs, keys })
+    }
+
+    pub fn loc(&self, entry: &str, field: &str) -> Option<(usize, usize)> {
+        self.locs.get(&(entry.to_string(), field.to_string())).or_else(|| self.locs.get(&(entry.to_string(), String::new()))).copied()
+    }
+
+    /// Deserializes one entry. Errors (unknown or mistyped fields) carry line and column.
+    pub fn entry<T: DeserializeOwned>(&self, key: &str, mod_id: &str, diags: &mut Vec<Diagnostic>) -> Option<T> {
+        let result = toml::Deserializer::parse(&self.text).and_then(|d| Pick::<T> { key, _t: PhantomData }.deserialize(d));
+        match result {
+            Ok(Some(v)) => Some(v),
+            Ok(None) => None,
+            Err(e) => {
+                let pos = e.span().map(|s| line_col(&self.text, s.start)).or_else(|| self.loc(key, ""));
+                let mut msg = format!("'{key}': {}", e.message().trim());
+                if msg.contains("contact_damage") {
+                    msg.push_str(" (there is no contact damage in Hailfire: every threat must be a bullet)");
+                }
+                diags.push(Diagnostic::error(Some(mod_id), Some(&self.file), msg).at(pos));
+                None
+            }
+        }
+    }
+}
+
+/// Deserializes only the value under `key` of the top-level table, skipping the rest.
+struct Pick<'a, T> {
+    key: &'a str,
+    _t: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for Pick<'_, T> {
+    type Value = Option<T>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for Pick<'_, T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a table of definitions")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut out = None;
+        while let Some(k) = map.next_key::<String>()? {
+            if k == self.key {
+                out = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(out)
+    }
+}

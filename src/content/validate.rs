@@ -1,0 +1,181 @@
+//! `hailfire mods check`: loads mods exactly as the game would, then dry-runs every emitter
+//! and every boss phase in a headless instance, and lists every problem found.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::diag::Diagnostic;
+use super::{load, ModRoot};
+use crate::sim::defs::{Behaviour, DungeonDef, EnemyDef};
+use crate::sim::instance::{Instance, InstanceKind};
+use crate::sim::player::{InputFrame, Player, BTN_FIRE};
+use crate::sim::script::ScriptFactory;
+use crate::sim::{Defs, SimEvent, Vec2};
+
+/// Ticks each emitter and each boss phase runs in the dry run.
+pub const DRY_RUN_TICKS: u32 = 300;
+
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    pub mods: Vec<super::ModSummary>,
+    pub emitters_run: usize,
+    pub bosses_run: usize,
+}
+
+impl Report {
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+}
+
+/// Roots for a check: the base content plus the given paths (each a mod or a folder of
+/// mods); with no paths, everything the game would load.
+pub fn roots_for(paths: &[PathBuf]) -> Vec<ModRoot> {
+    if paths.is_empty() {
+        return super::default_roots();
+    }
+    let mut roots = vec![ModRoot::Mod(super::content_dir())];
+    for p in paths {
+        roots.push(if p.join("mod.toml").is_file() { ModRoot::Mod(p.clone()) } else { ModRoot::Folder(p.clone()) });
+    }
+    roots
+}
+
+pub fn check(paths: &[PathBuf]) -> Report {
+    let roots = roots_for(paths);
+    let mut missing = Vec::new();
+    for r in &roots {
+        let (ModRoot::Mod(p) | ModRoot::Folder(p)) = r;
+        if !p.exists() && paths.contains(p) {
+            missing.push(Diagnostic::error(None, Some(&p.to_string_lossy()), "no such file or folder"));
+        }
+    }
+    let content = load(&roots);
+    let mut diagnostics = content.diagnostics.clone();
+    diagnostics.extend(missing);
+    let mut defs: Defs = (*content.defs).clone();
+    // A synthetic arena for the dry run, and a dummy owner for emitters nothing uses.
+    let used: Vec<String> = defs
+        .enemies
+        .values()
+        .flat_map(|e| e.emitters.clone())
+        .chain(defs.bosses.values().flat_map(|b| b.phases.iter().flat_map(|p| p.emitters.clone())))
+        .collect();
+    for (id, e) in content.emitters.iter() {
+        if !used.contains(id) {
+            diagnostics.push(Diagnostic::warning(Some(&e.mod_id), Some(&e.path), format!("emitter '{id}' is not used by any enemy or boss")));
+            defs.enemies.insert(
+                format!("__dry_{id}"),
+                EnemyDef {
+                    id: format!("__dry_{id}"),
+                    name: id.clone(),
+                    hp: 1_000_000,
+                    radius: 16.0,
+                    color: "#ffffff".into(),
+                    behaviour: Behaviour::Stationary,
+                    speed: 0.0,
+                    range: 0.0,
+                    emitters: vec![id.clone()],
+                    hostile: true,
+                },
+            );
+        }
+    }
+    let boss_ids: Vec<String> = defs.bosses.keys().cloned().collect();
+    for b in &boss_ids {
+        defs.dungeons.insert(
+            format!("__dry_{b}"),
+            DungeonDef {
+                id: format!("__dry_{b}"),
+                name: "dry run".into(),
+                arena: [960.0, 720.0],
+                spawn: [480.0, 600.0],
+                max_players: 4,
+                waves: vec![],
+                boss: b.clone(),
+                boss_pos: [480.0, 160.0],
+                boss_delay: 0,
+                portal: None,
+            },
+        );
+    }
+    let defs = Arc::new(defs);
+    let factory = super::LuaFactory::new(&defs, content.emitters.clone());
+    let mut emitters_run = 0;
+    let mut errors = Vec::new();
+    let enemy_ids: Vec<String> = defs.enemies.keys().cloned().collect();
+    let arena_dungeon = boss_ids.first().map(|b| format!("__dry_{b}"));
+    for e in &enemy_ids {
+        let Some(dungeon) = &arena_dungeon else { break };
+        let mut inst = dry_instance(&defs, &factory, dungeon);
+        let mut ev = Vec::new();
+        inst.spawn_enemy(&defs, e, Vec2::new(480.0, 200.0), &mut ev);
+        run(&mut inst, &defs, 1, DRY_RUN_TICKS, &mut errors);
+        emitters_run += defs.enemies[e].emitters.len();
+    }
+    let mut bosses_run = 0;
+    for b in &boss_ids {
+        let dungeon = format!("__dry_{b}");
+        let mut inst = dry_instance(&defs, &factory, &dungeon);
+        let mut ev = Vec::new();
+        inst.start_boss(&defs, 1, &mut ev);
+        let mut t = 1;
+        for (i, ph) in defs.bosses[b].phases.iter().enumerate() {
+            if i > 0 {
+                inst.force_boss_hp(&defs, ph.hp_threshold, &mut ev);
+            }
+            run(&mut inst, &defs, t, DRY_RUN_TICKS, &mut errors);
+            t += DRY_RUN_TICKS;
+        }
+        bosses_run += 1;
+    }
+    errors.sort();
+    errors.dedup();
+    for msg in errors {
+        diagnostics.push(script_diagnostic(&content, &msg));
+    }
+    Report { diagnostics, mods: content.mods.clone(), emitters_run, bosses_run }
+}
+
+fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Instance {
+    let mut inst = Instance::new(1, InstanceKind::Dungeon(dungeon.to_string()), defs, factory.create(7), 7);
+    for id in 1..=2 {
+        inst.arrive(Player::new(id, "dry-run", Vec2::ZERO));
+    }
+    inst
+}
+
+/// Steps an instance with two players drifting and firing; collects script errors.
+fn run(inst: &mut Instance, defs: &Defs, start: u32, ticks: u32, errors: &mut Vec<String>) {
+    let mut events = Vec::new();
+    let mut req = Vec::new();
+    for t in start..start + ticks {
+        for (k, p) in inst.players.iter_mut().enumerate() {
+            let a = (t as f32 * 0.05 + k as f32 * 2.0).sin();
+            let f = InputFrame { tick: t, mv: Vec2::new(a, -a * 0.5), aim: -90.0, buttons: BTN_FIRE };
+            let _ = p.queue_input(t, f);
+            // Dry-run players never die for good: the emitter must face someone.
+            p.hp = p.hp.max(1);
+            p.dead = false;
+        }
+        inst.step(t, defs, &mut events, &mut req);
+        for e in events.drain(..) {
+            if let SimEvent::ScriptError { message, .. } = e {
+                errors.push(message);
+            }
+        }
+        req.clear();
+    }
+}
+
+/// Turns a runtime error message into a diagnostic with the script's file and line.
+fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
+    let src = content.emitters.values().find(|e| msg.contains(&format!("({})", e.path)));
+    let Some(src) = src else { return Diagnostic::error(None, None, msg.to_string()) };
+    let line = msg
+        .split(&format!("{}:", src.path))
+        .nth(2)
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|l| l.trim().parse::<usize>().ok());
+    Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run: {msg}")).at(line.map(|l| (l, 1)))
+}
