@@ -6,7 +6,7 @@ every(50, nil, function()
 end)
 local turn = 0
 while true do
-  ring{n = 20, angle = turn, speed = 0.6, accel = 0.04, max_speed = 4.0, kind = "orb", lifetime = 360}
+  ring{n = 28, angle = turn, speed = 0.6, accel = 0.04, max_speed = 4.0, kind = "orb", lifetime = 360}
   turn = turn + 9
-  wait(34)
+  wait(28)
 end

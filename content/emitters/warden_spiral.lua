@@ -10,9 +10,9 @@ task(function()
 end)
 local a = 0
 while true do
-  for k = 0, 3 do
-    shot{angle = a + k * 90, speed = 2.4, turn = 0.35, kind = "star", lifetime = 360}
+  for k = 0, 5 do
+    shot{angle = a + k * 60, speed = 2.4, turn = 0.35, kind = "star", lifetime = 360}
   end
   a = a + 11
-  wait(9)
+  wait(8)
 end

@@ -443,6 +443,14 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
 }
 
 fn describe(e: &mlua::Error) -> String {
+    let full = describe_full(e);
+    match full.find("\nstack traceback") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    }
+}
+
+fn describe_full(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, .. } => describe(cause),
         mlua::Error::RuntimeError(s) => s.clone(),

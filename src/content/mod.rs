@@ -93,8 +93,18 @@ pub fn default_roots() -> Vec<ModRoot> {
 
 /// Loads every mod under `roots`. Mods with errors are refused (and reported); the rest load.
 pub fn load(roots: &[ModRoot]) -> Content {
+    load_with(roots, false)
+}
+
+/// `lenient` (the validator's mode) keeps the valid parts of broken mods, so that their
+/// references are checked and their emitters dry-run too: every error is found in one go.
+pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
     let mut diags = Vec::new();
-    let parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
+    let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
+    let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
+    if lenient {
+        parsed.iter_mut().for_each(|m| m.ok = true);
+    }
     let mut summaries: Vec<ModSummary> = parsed
         .iter()
         .map(|m| ModSummary {
@@ -116,6 +126,9 @@ pub fn load(roots: &[ModRoot]) -> Content {
             break (defs, emitters);
         }
         diags.extend(scratch.into_iter().filter(|d| d.is_error()));
+        if lenient {
+            break loader::merge(&mods);
+        }
         for i in bad.into_iter().rev() {
             mods.remove(i);
         }
@@ -133,7 +146,7 @@ pub fn load(roots: &[ModRoot]) -> Content {
         ));
     }
     for s in summaries.iter_mut() {
-        s.loaded = mods.iter().any(|m| m.manifest.id == s.id && m.dir == s.dir);
+        s.loaded = !broken.contains(&s.dir) && mods.iter().any(|m| m.manifest.id == s.id && m.dir == s.dir);
     }
     if defs.bullets.is_empty() {
         defs.bullets.push(crate::sim::defs::BulletKindDef {

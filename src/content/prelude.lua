@@ -46,7 +46,7 @@ __hf_over = nil
 local _pcall, _xpcall, _resume, _create = pcall, xpcall, coroutine.resume, coroutine.create
 local _unpack, _pack, _error = table.unpack, table.pack, error
 local function check(...)
-  if over() then _error("instruction limit exceeded", 0) end
+  if over() then _error("instruction limit exceeded", 2) end
   return ...
 end
 pcall = function(...) return check(_pcall(...)) end

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::diag::Diagnostic;
-use super::{load, ModRoot};
+use super::{load_with, ModRoot};
 use crate::sim::defs::{Behaviour, DungeonDef, EnemyDef};
 use crate::sim::instance::{Instance, InstanceKind};
 use crate::sim::player::{InputFrame, Player, BTN_FIRE};
@@ -50,7 +50,7 @@ pub fn check(paths: &[PathBuf]) -> Report {
             missing.push(Diagnostic::error(None, Some(&p.to_string_lossy()), "no such file or folder"));
         }
     }
-    let content = load(&roots);
+    let content = load_with(&roots, true);
     let mut diagnostics = content.diagnostics.clone();
     diagnostics.extend(missing);
     let mut defs: Defs = (*content.defs).clone();
@@ -131,6 +131,8 @@ pub fn check(paths: &[PathBuf]) -> Report {
     }
     errors.sort();
     errors.dedup();
+    // Missing emitters are already reported, with their line, by the reference check.
+    errors.retain(|m| !m.contains("no emitter named"));
     for msg in errors {
         diagnostics.push(script_diagnostic(&content, &msg));
     }
@@ -174,7 +176,7 @@ fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
     let Some(src) = src else { return Diagnostic::error(None, None, msg.to_string()) };
     let line = msg
         .split(&format!("{}:", src.path))
-        .nth(2)
+        .nth(1)
         .and_then(|rest| rest.split(':').next())
         .and_then(|l| l.trim().parse::<usize>().ok());
     Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run: {msg}")).at(line.map(|l| (l, 1)))

@@ -1,0 +1,29 @@
+-- The Whirler: a three-armed spiral whose petals start slow, speed up and curve.
+-- Everything here is the public emitter API; see docs/MODDING.md.
+
+local arms = 3
+local angle = rand(0, 360)     -- seeded per instance: a run replays exactly
+
+wait(rand_int(30, 60))          -- don't fire the moment we appear
+
+-- A sub-task: every 2 s, an aimed fan at whoever is nearest. It dies with the Whirler.
+every(120, nil, function()
+  fan{n = 3, spread = 24, speed = 3.5, kind = "orb", aim = "nearest"}
+end)
+
+while true do
+  for k = 0, arms - 1 do
+    shot{
+      angle = angle + k * 360 / arms,
+      speed = 0.8,             -- px per tick at spawn
+      accel = 0.04,            -- px per tick, per tick
+      max_speed = 3.6,
+      turn = 0.8,              -- degrees per tick: the petals curve clockwise
+      kind = "whirl_petal",
+      lifetime = 300,
+      offset = 16,             -- start at the Whirler's rim, not its centre
+    }
+  end
+  angle = angle + 13
+  wait(7)
+end
