@@ -168,13 +168,24 @@ pub fn stress(content: &Content, ticks: u32) -> BenchResult {
     let mut d: DungeonDef = content.defs.dungeons["warden_keep"].clone();
     d.waves = vec![crate::sim::defs::WaveDef {
         delay: 0,
-        spawns: vec![crate::sim::defs::SpawnDef { enemy: "bench_stress".into(), x: 480.0, y: 360.0, count: 1, spacing: 0.0 }],
+        spawns: vec![crate::sim::defs::SpawnDef {
+            enemy: "bench_stress".into(),
+            x: 480.0,
+            y: 360.0,
+            count: 1,
+            spacing: 0.0,
+        }],
     }];
     defs.dungeons.insert("bench_arena".into(), d);
     let mut emitters: BTreeMap<String, EmitterSource> = (*content.emitters).clone();
     emitters.insert(
         "bench_stress".into(),
-        EmitterSource { id: "bench_stress".into(), mod_id: "bench".into(), path: "<bench>".into(), source: STRESS_EMITTER.into() },
+        EmitterSource {
+            id: "bench_stress".into(),
+            mod_id: "bench".into(),
+            path: "<bench>".into(),
+            source: STRESS_EMITTER.into(),
+        },
     );
     let defs = Arc::new(defs);
     let nanos = Arc::new(AtomicU64::new(0));
@@ -235,12 +246,15 @@ pub fn survival(content: &Content, drifting: bool, seed: u64, limit_s: u32) -> O
     let mut dir = Vec2::ZERO;
     for _ in 0..limit_s * 60 {
         let t = world.tick + 1;
-        if drifting && (t % 30 == 0 || dir == Vec2::ZERO) {
+        if drifting && (t.is_multiple_of(30) || dir == Vec2::ZERO) {
             dir = Vec2::from_angle_deg(rng.next_f64() as f32 * 360.0);
         }
         let mv = if drifting { dir } else { Vec2::ZERO };
         let _ = world.queue_input(1, InputFrame { tick: t, mv, aim: -90.0, buttons: 0 });
-        let died = world.step().iter().any(|e| matches!(e, SimEvent::Death { target: crate::sim::events::Target::Player(1), .. }));
+        let died = world
+            .step()
+            .iter()
+            .any(|e| matches!(e, SimEvent::Death { target: crate::sim::events::Target::Player(1), .. }));
         if died {
             return Some((world.tick - start) as f64 / 60.0);
         }

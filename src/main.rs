@@ -42,6 +42,10 @@ fn main() -> ExitCode {
         Some(Command::Mods { action: ModsAction::Check { paths } }) => mods_check(&paths),
         Some(Command::Mods { action: ModsAction::List }) => {
             let c = hailfire::content::Content::load_default();
+            println!("base content: {}", hailfire::content::content_dir().display());
+            if let Some(u) = hailfire::content::user_mods_dir() {
+                println!("user mods:    {}", u.display());
+            }
             for m in &c.mods {
                 println!("{:<16} {:<10} {:<8} {}", m.id, m.version, if m.loaded { "loaded" } else { "REFUSED" }, m.dir);
             }

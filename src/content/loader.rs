@@ -67,7 +67,8 @@ pub fn discover(roots: &[ModRoot]) -> Vec<PathBuf> {
             ModRoot::Mod(p) => push(p.clone()),
             ModRoot::Folder(p) => {
                 let Ok(rd) = std::fs::read_dir(p) else { continue };
-                let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.join("mod.toml").is_file()).collect();
+                let mut dirs: Vec<PathBuf> =
+                    rd.flatten().map(|e| e.path()).filter(|p| p.join("mod.toml").is_file()).collect();
                 dirs.sort();
                 for d in dirs {
                     push(d);
@@ -95,8 +96,12 @@ fn read_defs<T: DeserializeOwned>(
     for key in &doc.keys {
         if !Manifest::id_is_valid(key) {
             diags.push(
-                Diagnostic::error(Some(mod_id), Some(&file), format!("id '{key}' must use lowercase letters, digits and _"))
-                    .at(doc.loc(key, "")),
+                Diagnostic::error(
+                    Some(mod_id),
+                    Some(&file),
+                    format!("id '{key}' must use lowercase letters, digits and _"),
+                )
+                .at(doc.loc(key, "")),
             );
             continue;
         }
@@ -113,7 +118,12 @@ fn read_defs<T: DeserializeOwned>(
 fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
     let lua = mlua::Lua::new_with(mlua::StdLib::NONE, mlua::LuaOptions::default());
     let Ok(lua) = lua else { return true };
-    match lua.load(&src.source).set_name(format!("@{}", src.path)).set_mode(mlua::chunk::ChunkMode::Text).into_function() {
+    match lua
+        .load(&src.source)
+        .set_name(format!("@{}", src.path))
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .into_function()
+    {
         Ok(_) => true,
         Err(e) => {
             let msg = match &e {
@@ -127,7 +137,8 @@ fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
                 _ => (None, msg.clone()),
             };
             diags.push(
-                Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("Lua syntax: {text}")).at(line.map(|l| (l, 1))),
+                Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("Lua syntax: {text}"))
+                    .at(line.map(|l| (l, 1))),
             );
             false
         }
@@ -168,7 +179,10 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
             Ok(h) => Some(h),
             Err(e) => {
                 let pos = e.span().map(|s| line_col(&t, s.start));
-                diags.push(Diagnostic::error(Some(&id), Some(&format!("{shown}/hub.toml")), e.message().trim().to_string()).at(pos));
+                diags.push(
+                    Diagnostic::error(Some(&id), Some(&format!("{shown}/hub.toml")), e.message().trim().to_string())
+                        .at(pos),
+                );
                 None
             }
         },
@@ -190,21 +204,35 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
     let mut emitters = Vec::new();
     let edir = dir.join("emitters");
     if let Ok(rd) = std::fs::read_dir(&edir) {
-        let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lua")).collect();
+        let mut files: Vec<PathBuf> =
+            rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lua")).collect();
         files.sort();
         for f in files {
             let stem = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
             let path = display_path(&f);
             if !Manifest::id_is_valid(&stem) {
-                diags.push(Diagnostic::error(Some(&id), Some(&path), "emitter file names must use lowercase letters, digits and _"));
+                diags.push(Diagnostic::error(
+                    Some(&id),
+                    Some(&path),
+                    "emitter file names must use lowercase letters, digits and _",
+                ));
                 continue;
             }
             match std::fs::read(&f) {
                 Ok(bytes) if bytes.first() == Some(&0x1b) => {
-                    diags.push(Diagnostic::error(Some(&id), Some(&path), "precompiled Lua bytecode is not allowed; ship the source"));
+                    diags.push(Diagnostic::error(
+                        Some(&id),
+                        Some(&path),
+                        "precompiled Lua bytecode is not allowed; ship the source",
+                    ));
                 }
                 Ok(bytes) => {
-                    let src = EmitterSource { id: stem, mod_id: id.clone(), path, source: String::from_utf8_lossy(&bytes).into_owned() };
+                    let src = EmitterSource {
+                        id: stem,
+                        mod_id: id.clone(),
+                        path,
+                        source: String::from_utf8_lossy(&bytes).into_owned(),
+                    };
                     if syntax_check(&src, diags) {
                         emitters.push(src);
                     }
@@ -257,7 +285,9 @@ pub fn order(mods: Vec<ParsedMod>, diags: &mut Vec<Diagnostic>) -> Vec<ParsedMod
             for (dep, req) in &m.manifest.dependencies {
                 let why = match ids.get(dep) {
                     None => format!("depends on '{dep}' ({req}), which is not installed"),
-                    Some((v, _)) if !req.matches(v) => format!("depends on '{dep}' {req}, but version {v} is installed"),
+                    Some((v, _)) if !req.matches(v) => {
+                        format!("depends on '{dep}' {req}, but version {v} is installed")
+                    }
                     Some((_, false)) => format!("depends on '{dep}', which has errors"),
                     _ => continue,
                 };
@@ -337,7 +367,12 @@ fn inside(p: [f32; 2], arena: [f32; 2]) -> bool {
 
 /// Checks one mod's definitions against the merged set: references resolve, numbers are
 /// sane, and the game's invariants hold. Returns the number of errors added.
-pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, EmitterSource>, diags: &mut Vec<Diagnostic>) -> usize {
+pub fn check_refs(
+    m: &ParsedMod,
+    defs: &Defs,
+    emitters: &BTreeMap<String, EmitterSource>,
+    diags: &mut Vec<Diagnostic>,
+) -> usize {
     let before = diags.len();
     let id = m.manifest.id.as_str();
     let mut err = |file: &str, entry: &str, field: &str, msg: String| {
@@ -371,7 +406,12 @@ pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, Emitte
         }
         for em in &e.emitters {
             if !emitters.contains_key(em) {
-                err(f, &e.id, "emitters", format!("enemy '{}': emitter '{em}' does not exist (no emitters/{em}.lua)", e.id));
+                err(
+                    f,
+                    &e.id,
+                    "emitters",
+                    format!("enemy '{}': emitter '{em}' does not exist (no emitters/{em}.lua)", e.id),
+                );
             }
         }
         if e.hostile && e.emitters.is_empty() {
@@ -394,7 +434,12 @@ pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, Emitte
         for (i, p) in b.phases.iter().enumerate() {
             let n = i + 1;
             if i == 0 && p.hp_threshold != 1.0 {
-                err(f, &b.id, "phases", format!("boss '{}' phase {n} '{}': the first phase must have hp_threshold = 1.0", b.id, p.name));
+                err(
+                    f,
+                    &b.id,
+                    "phases",
+                    format!("boss '{}' phase {n} '{}': the first phase must have hp_threshold = 1.0", b.id, p.name),
+                );
             }
             if !(p.hp_threshold > 0.0 && p.hp_threshold <= 1.0) {
                 err(f, &b.id, "phases", format!("boss '{}' phase {n}: hp_threshold must be in (0, 1]", b.id));
@@ -404,7 +449,10 @@ pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, Emitte
                     f,
                     &b.id,
                     "phases",
-                    format!("boss '{}' phase {n} '{}': phases must be ordered by strictly decreasing hp_threshold", b.id, p.name),
+                    format!(
+                        "boss '{}' phase {n} '{}': phases must be ordered by strictly decreasing hp_threshold",
+                        b.id, p.name
+                    ),
                 );
             }
             if !(p.damage_taken_mult.is_finite() && p.damage_taken_mult >= 0.0 && p.damage_taken_mult <= 100.0) {
@@ -441,7 +489,12 @@ pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, Emitte
         for (wi, wave) in d.waves.iter().enumerate() {
             for s in &wave.spawns {
                 if !defs.enemies.contains_key(&s.enemy) {
-                    err(f, &d.id, "waves", format!("dungeon '{}' wave {}: enemy '{}' does not exist", d.id, wi + 1, s.enemy));
+                    err(
+                        f,
+                        &d.id,
+                        "waves",
+                        format!("dungeon '{}' wave {}: enemy '{}' does not exist", d.id, wi + 1, s.enemy),
+                    );
                 }
                 if s.count > 64 {
                     err(f, &d.id, "waves", format!("dungeon '{}' wave {}: count must be at most 64", d.id, wi + 1));
@@ -451,7 +504,11 @@ pub fn check_refs(m: &ParsedMod, defs: &Defs, emitters: &BTreeMap<String, Emitte
     }
     if let Some(hub) = &m.hub {
         if !inside(hub.spawn, hub.arena) || hub.arena[0] < 64.0 || hub.arena[1] < 64.0 {
-            diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), "hub: spawn must be inside an arena of at least 64x64"));
+            diags.push(Diagnostic::error(
+                Some(id),
+                Some(&m.file("hub.toml")),
+                "hub: spawn must be inside an arena of at least 64x64",
+            ));
         }
     }
     diags.len() - before

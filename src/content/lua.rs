@@ -13,7 +13,9 @@ use mlua::thread::ThreadStatus;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, Variadic, VmState};
 
 use crate::sim::rng::Rng;
-use crate::sim::script::{Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd};
+use crate::sim::script::{
+    Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
+};
 use crate::sim::{Defs, Tick, Vec2};
 
 /// Instructions one resume of one emitter may execute.
@@ -54,12 +56,8 @@ pub struct LuaFactory {
 
 impl LuaFactory {
     pub fn new(defs: &Defs, emitters: Arc<BTreeMap<String, EmitterSource>>) -> Self {
-        let kinds = defs
-            .bullets
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage)))
-            .collect();
+        let kinds =
+            defs.bullets.iter().enumerate().map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage))).collect();
         let enemies = defs.enemies.keys().cloned().collect();
         LuaFactory { emitters, names: Arc::new(Names { kinds, enemies }) }
     }
@@ -240,7 +238,9 @@ fn aim_angle(c: &mut Ctx, target: &Value) -> mlua::Result<f32> {
                 Some(alive[i])
             }
             "random" => None,
-            other => return Err(rt_err(format!("aim: unknown target '{other}' (nearest, farthest, random or a player id)"))),
+            other => {
+                return Err(rt_err(format!("aim: unknown target '{other}' (nearest, farthest, random or a player id)")))
+            }
         },
         Value::Integer(id) => alive.iter().find(|p| p.id as i64 == *id).copied(),
         Value::Number(id) => alive.iter().find(|p| p.id as f64 == *id).copied(),
@@ -325,7 +325,9 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
     )?;
     g.set(
         "angle_to",
-        lua.create_function(|lua, (x, y): (f32, f32)| with_ctx(lua, |c| Ok((Vec2::new(x, y) - c.my_pos()).angle_deg())))?,
+        lua.create_function(|lua, (x, y): (f32, f32)| {
+            with_ctx(lua, |c| Ok((Vec2::new(x, y) - c.my_pos()).angle_deg()))
+        })?,
     )?;
     g.set(
         "players",
@@ -379,10 +381,7 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
             })
         })?,
     )?;
-    g.set(
-        "rand_int",
-        lua.create_function(|lua, (a, b): (i64, i64)| with_ctx(lua, |c| Ok(c.rng.range_i64(a, b))))?,
-    )?;
+    g.set("rand_int", lua.create_function(|lua, (a, b): (i64, i64)| with_ctx(lua, |c| Ok(c.rng.range_i64(a, b))))?)?;
     g.set(
         "move_to",
         lua.create_function(|lua, (x, y, ticks): (f32, f32, Option<u32>)| {
@@ -391,7 +390,11 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
             }
             with_ctx(lua, |c| {
                 let owner = c.owner;
-                c.cmds.push(ScriptCmd::MoveTo { owner, target: Vec2::new(x, y), ticks: ticks.unwrap_or(60).clamp(1, 36_000) });
+                c.cmds.push(ScriptCmd::MoveTo {
+                    owner,
+                    target: Vec2::new(x, y),
+                    ticks: ticks.unwrap_or(60).clamp(1, 36_000),
+                });
                 Ok(())
             })
         })?,
@@ -405,7 +408,8 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
                     return Err(rt_err(format!("{at}spawn: unknown enemy '{id}'")));
                 }
                 let me = c.my_pos();
-                let pos = Vec2::new(x.filter(|v| v.is_finite()).unwrap_or(me.x), y.filter(|v| v.is_finite()).unwrap_or(me.y));
+                let pos =
+                    Vec2::new(x.filter(|v| v.is_finite()).unwrap_or(me.x), y.filter(|v| v.is_finite()).unwrap_or(me.y));
                 c.cmds.push(ScriptCmd::Spawn { enemy: id, pos });
                 Ok(())
             })
@@ -618,7 +622,15 @@ impl Scripting for LuaRuntime {
             }
             let emitter = self.tasks[i].emitter.clone();
             for thread in new_tasks {
-                self.tasks.push(Task { thread, owner, group, root, emitter: emitter.clone(), wake: view.tick, dead: false });
+                self.tasks.push(Task {
+                    thread,
+                    owner,
+                    group,
+                    root,
+                    emitter: emitter.clone(),
+                    wake: view.tick,
+                    dead: false,
+                });
             }
             i += 1;
         }

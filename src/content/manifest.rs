@@ -28,7 +28,9 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn id_is_valid(id: &str) -> bool {
-        !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        !id.is_empty()
+            && id.len() <= 64
+            && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     }
 
     pub fn supports_game(&self) -> bool {

@@ -142,7 +142,10 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
         diags.push(Diagnostic::error(
             None,
             None,
-            format!("no loaded mod defines the bullet kind '{}' that players fire", crate::sim::config::DEFAULT_PLAYER_BULLET),
+            format!(
+                "no loaded mod defines the bullet kind '{}' that players fire",
+                crate::sim::config::DEFAULT_PLAYER_BULLET
+            ),
         ));
     }
     for s in summaries.iter_mut() {

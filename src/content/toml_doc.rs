@@ -25,7 +25,8 @@ impl TomlDoc {
         if !errors.is_empty() {
             for e in errors {
                 let pos = e.span().map(|s| line_col(&text, s.start));
-                diags.push(Diagnostic::error(Some(mod_id), Some(file), format!("TOML syntax: {}", e.message())).at(pos));
+                diags
+                    .push(Diagnostic::error(Some(mod_id), Some(file), format!("TOML syntax: {}", e.message())).at(pos));
             }
             return None;
         }
@@ -46,12 +47,16 @@ impl TomlDoc {
     }
 
     pub fn loc(&self, entry: &str, field: &str) -> Option<(usize, usize)> {
-        self.locs.get(&(entry.to_string(), field.to_string())).or_else(|| self.locs.get(&(entry.to_string(), String::new()))).copied()
+        self.locs
+            .get(&(entry.to_string(), field.to_string()))
+            .or_else(|| self.locs.get(&(entry.to_string(), String::new())))
+            .copied()
     }
 
     /// Deserializes one entry. Errors (unknown or mistyped fields) carry line and column.
     pub fn entry<T: DeserializeOwned>(&self, key: &str, mod_id: &str, diags: &mut Vec<Diagnostic>) -> Option<T> {
-        let result = toml::Deserializer::parse(&self.text).and_then(|d| Pick::<T> { key, _t: PhantomData }.deserialize(d));
+        let result =
+            toml::Deserializer::parse(&self.text).and_then(|d| Pick::<T> { key, _t: PhantomData }.deserialize(d));
         match result {
             Ok(Some(v)) => Some(v),
             Ok(None) => None,

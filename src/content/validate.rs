@@ -63,7 +63,11 @@ pub fn check(paths: &[PathBuf]) -> Report {
         .collect();
     for (id, e) in content.emitters.iter() {
         if !used.contains(id) {
-            diagnostics.push(Diagnostic::warning(Some(&e.mod_id), Some(&e.path), format!("emitter '{id}' is not used by any enemy or boss")));
+            diagnostics.push(Diagnostic::warning(
+                Some(&e.mod_id),
+                Some(&e.path),
+                format!("emitter '{id}' is not used by any enemy or boss"),
+            ));
             defs.enemies.insert(
                 format!("__dry_{id}"),
                 EnemyDef {

@@ -26,26 +26,77 @@ pub enum TransferReason {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SimEvent {
-    BulletSpawned { instance: InstanceId, spawn: BulletSpawn },
+    BulletSpawned {
+        instance: InstanceId,
+        spawn: BulletSpawn,
+    },
     /// A bullet killed early by a hit (expiry and leaving the arena are never reported).
-    BulletDespawned { instance: InstanceId, uid: u32 },
-    Damage { instance: InstanceId, target: Target, amount: i32, hp: i32 },
-    Death { instance: InstanceId, target: Target },
-    PhaseChanged { instance: InstanceId, phase: u8, name: String },
-    EnemySpawned { instance: InstanceId, id: u32, def: String, pos: Vec2 },
-    BossSpawned { instance: InstanceId, def: String },
-    InstanceCleared { instance: InstanceId },
-    Sfx { instance: InstanceId, name: String, pos: Vec2 },
+    BulletDespawned {
+        instance: InstanceId,
+        uid: u32,
+    },
+    Damage {
+        instance: InstanceId,
+        target: Target,
+        amount: i32,
+        hp: i32,
+    },
+    Death {
+        instance: InstanceId,
+        target: Target,
+    },
+    PhaseChanged {
+        instance: InstanceId,
+        phase: u8,
+        name: String,
+    },
+    EnemySpawned {
+        instance: InstanceId,
+        id: u32,
+        def: String,
+        pos: Vec2,
+    },
+    BossSpawned {
+        instance: InstanceId,
+        def: String,
+    },
+    InstanceCleared {
+        instance: InstanceId,
+    },
+    Sfx {
+        instance: InstanceId,
+        name: String,
+        pos: Vec2,
+    },
     /// A script wrote with `log(...)`.
-    ScriptLog { instance: InstanceId, message: String },
+    ScriptLog {
+        instance: InstanceId,
+        message: String,
+    },
     /// A script failed or broke a limit and its emitter was stopped.
-    ScriptError { instance: InstanceId, message: String },
+    ScriptError {
+        instance: InstanceId,
+        message: String,
+    },
     /// Server-only: a player moved (or arrived, `from: None`).
-    Transfer { player: PlayerId, from: Option<InstanceId>, to: InstanceId, reason: TransferReason },
+    Transfer {
+        player: PlayerId,
+        from: Option<InstanceId>,
+        to: InstanceId,
+        reason: TransferReason,
+    },
     /// Server-only: a linkdead body resolved and the player is gone from the world.
-    PlayerRemoved { player: PlayerId, instance: InstanceId },
+    PlayerRemoved {
+        player: PlayerId,
+        instance: InstanceId,
+    },
     /// Server-only.
-    InstanceOpened { instance: InstanceId, dungeon: String },
+    InstanceOpened {
+        instance: InstanceId,
+        dungeon: String,
+    },
     /// Server-only.
-    InstanceClosed { instance: InstanceId },
+    InstanceClosed {
+        instance: InstanceId,
+    },
 }

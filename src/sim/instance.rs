@@ -348,7 +348,12 @@ impl Instance {
             return;
         }
         self.pviews.clear();
-        self.pviews.extend(self.players.iter().map(|p| PlayerView { id: p.id, pos: p.pos, hp: p.hp, alive: p.alive() }));
+        self.pviews.extend(self.players.iter().map(|p| PlayerView {
+            id: p.id,
+            pos: p.pos,
+            hp: p.hp,
+            alive: p.alive(),
+        }));
         self.oviews.clear();
         self.oviews.extend(self.enemies.iter().map(|e| OwnerView {
             owner: Owner::Enemy(e.id),
@@ -358,7 +363,13 @@ impl Instance {
             phase: 0,
         }));
         if let Some(b) = &self.boss {
-            self.oviews.push(OwnerView { owner: Owner::Boss, pos: b.pos, hp: b.hp, max_hp: b.max_hp, phase: b.phase as u8 });
+            self.oviews.push(OwnerView {
+                owner: Owner::Boss,
+                pos: b.pos,
+                hp: b.hp,
+                max_hp: b.max_hp,
+                phase: b.phase as u8,
+            });
         }
         let view = ScriptView { tick, arena: self.arena, players: &self.pviews, owners: &self.oviews };
         self.scripts.run(&view, &mut self.cmds, &mut self.msgs);
@@ -397,7 +408,8 @@ impl Instance {
         }
     }
 
-    fn spawn_bullet(&mut self, tick: Tick, s: &ShotCmd, team: Team, events: &mut Vec<SimEvent>) {
+    /// Spawns one bullet now (scripts and players go through here; tests may too).
+    pub fn spawn_bullet(&mut self, tick: Tick, s: &ShotCmd, team: Team, events: &mut Vec<SimEvent>) {
         if self.bullets.len() >= MAX_BULLETS_PER_INSTANCE {
             self.bullets_refused += 1;
             return;

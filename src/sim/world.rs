@@ -106,9 +106,8 @@ impl World {
     /// Sends a player into a dungeon, joining an open run of it or opening a new one.
     pub fn enter_dungeon(&mut self, id: PlayerId, dungeon: &str) -> Option<InstanceId> {
         let max = self.defs.dungeons.get(dungeon)?.max_players as usize;
-        let existing = self.instances.values().find(|i| {
-            i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max
-        });
+        let existing =
+            self.instances.values().find(|i| i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max);
         let to = match existing {
             Some(i) => i.id,
             None => self.open_instance(InstanceKind::Dungeon(dungeon.to_string())),
@@ -155,12 +154,8 @@ impl World {
         self.requests = requests;
         // A run with nobody left closes; a linkdead body counts as somebody, so an
         // instance never closes under a body that is still resolving.
-        let empty: Vec<InstanceId> = self
-            .instances
-            .values()
-            .filter(|i| !i.is_hub() && i.players.is_empty())
-            .map(|i| i.id)
-            .collect();
+        let empty: Vec<InstanceId> =
+            self.instances.values().filter(|i| !i.is_hub() && i.players.is_empty()).map(|i| i.id).collect();
         for id in empty {
             self.instances.remove(&id);
             self.pending.push(SimEvent::InstanceClosed { instance: id });

@@ -1,0 +1,377 @@
+//! Content tests: the validator passes on everything we ship and asserts the game's
+//! invariants; it fails, naming file and line, on every kind of broken mod; and the Lua
+//! emitter API does what the modding guide says.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hailfire::content::{self, validate, Content, ModRoot};
+use hailfire::sim::instance::{Instance, InstanceKind};
+use hailfire::sim::{Player, SimEvent, Vec2};
+
+fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+const MANIFEST: &str = "id = \"broken\"\nname = \"Broken\"\nversion = \"0.1.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n";
+
+/// A mod with one hostile enemy using emitter `e`, whose script is `lua`.
+fn mod_with_script(lua: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(
+        d.path(),
+        "enemies.toml",
+        "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"e\"]\n",
+    );
+    write(d.path(), "emitters/e.lua", lua);
+    d
+}
+
+fn check(dir: &Path) -> (usize, Vec<String>) {
+    let r = validate::check(&[dir.to_path_buf()]);
+    (r.errors(), r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect())
+}
+
+fn assert_error(dir: &Path, file_line: &str, needle: &str) {
+    let (n, errs) = check(dir);
+    assert!(n > 0, "expected an error, got none");
+    assert!(
+        errs.iter().any(|e| e.contains(file_line) && e.contains(needle)),
+        "expected an error at '{file_line}' containing '{needle}', got:\n{}",
+        errs.join("\n")
+    );
+}
+
+#[test]
+fn shipped_content_and_mods_pass_the_validator() {
+    let r = validate::check(&[]);
+    let errors: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert!(r.mods.iter().any(|m| m.id == "base" && m.loaded));
+    assert!(r.mods.iter().any(|m| m.id == "example_spiral" && m.loaded));
+    assert!(r.emitters_run >= 6 && r.bosses_run >= 2, "the dry run actually ran emitters and bosses");
+}
+
+#[test]
+fn game_invariants_hold_for_everything_loaded() {
+    let c = content::load(&content::default_roots());
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    let d = &c.defs;
+    for e in d.enemies.values() {
+        assert!(!e.hostile || !e.emitters.is_empty(), "hostile enemy '{}' has no emitter", e.id);
+    }
+    for b in d.bosses.values() {
+        assert!(b.phases.len() >= 2 || b.id != "warden", "the Warden is multi-phase");
+        assert_eq!(b.phases[0].hp_threshold, 1.0);
+        assert!(b.phases.windows(2).all(|w| w[1].hp_threshold < w[0].hp_threshold), "boss '{}' phases ordered", b.id);
+    }
+    assert!(d.dungeons.len() >= 2, "at least two dungeons");
+    assert!(
+        d.enemies.values().any(|e| e.emitters.iter().any(|m| m.contains("shotgun"))),
+        "a close-range shotgun enemy"
+    );
+    assert_eq!(d.portals().len(), d.dungeons.len(), "a hub portal per dungeon");
+}
+
+#[test]
+fn contact_damage_cannot_be_expressed() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(
+        d.path(),
+        "enemies.toml",
+        "[brute]\nname = \"Brute\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\ncontact_damage = 20\nemitters = []\n",
+    );
+    assert_error(d.path(), "enemies.toml:6:1", "no contact damage");
+}
+
+#[test]
+fn bad_toml_is_reported_with_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(d.path(), "bullets.toml", "[a]\nradius = 4.0\ncolor = \"#ffffff\nshape = \"orb\"\n");
+    assert_error(d.path(), "bullets.toml:3:", "TOML syntax");
+    let d2 = tempfile::tempdir().unwrap();
+    write(d2.path(), "mod.toml", MANIFEST);
+    write(
+        d2.path(),
+        "bullets.toml",
+        "[a]\nradius = \"big\"\ncolor = \"#ffffff\"\n\n[b]\nradius = 3.0\ncolr = \"#ffffff\"\n",
+    );
+    let (_, errs) = check(d2.path());
+    assert!(errs.iter().any(|e| e.contains("bullets.toml:2:10") && e.contains("invalid type")), "{errs:?}");
+    assert!(
+        errs.iter().any(|e| e.contains("bullets.toml:7:1") && e.contains("unknown field `colr`")),
+        "every error, not the first: {errs:?}"
+    );
+}
+
+#[test]
+fn missing_emitter_is_reported_where_it_is_referenced() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(
+        d.path(),
+        "enemies.toml",
+        "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"ghost\"]\n",
+    );
+    assert_error(d.path(), "enemies.toml:6:1", "emitter 'ghost' does not exist");
+}
+
+#[test]
+fn lua_syntax_error_names_file_and_line() {
+    let d = mod_with_script("wait(1)\nlocal x = = 2\n");
+    assert_error(d.path(), "emitters/e.lua:2", "Lua syntax");
+}
+
+#[test]
+fn infinite_loop_is_stopped_by_the_instruction_limit() {
+    let d = mod_with_script("wait(1)\nwhile true do end\n");
+    assert_error(d.path(), "emitters/e.lua:2", "instruction limit");
+}
+
+#[test]
+fn pcall_cannot_swallow_the_instruction_limit() {
+    let d = mod_with_script("while true do\n  pcall(function() while true do end end)\nend\n");
+    assert_error(d.path(), "emitters/e.lua", "instruction limit");
+}
+
+#[test]
+fn memory_bomb_is_stopped_by_the_memory_limit() {
+    let d = mod_with_script("local t, s = {}, 'x'\nwhile true do\n  s = s .. s\n  t[#t + 1] = s\nend\n");
+    assert_error(d.path(), "emitters/e.lua", "out of memory");
+}
+
+#[test]
+fn io_open_is_not_there() {
+    let d = mod_with_script("wait(1)\nlocal f = io.open('/etc/passwd')\n");
+    assert_error(d.path(), "emitters/e.lua:2", "global 'io'");
+}
+
+#[test]
+fn require_and_load_are_not_there() {
+    let d = mod_with_script("wait(1)\nrequire('os')\n");
+    assert_error(d.path(), "emitters/e.lua:2", "global 'require'");
+    let d = mod_with_script("load('return 1')()\n");
+    assert_error(d.path(), "emitters/e.lua:1", "global 'load'");
+    let d = mod_with_script("string.dump(wait)\n");
+    assert_error(d.path(), "emitters/e.lua:1", "dump");
+}
+
+#[test]
+fn bytecode_files_are_refused() {
+    let d = mod_with_script("");
+    std::fs::write(d.path().join("emitters/e.lua"), b"\x1bLua\x54\x00junk").unwrap();
+    assert_error(d.path(), "emitters/e.lua", "bytecode");
+}
+
+#[test]
+fn dependency_problems_are_refused_with_a_clear_message() {
+    let root = tempfile::tempdir().unwrap();
+    let m = |id: &str, deps: &str| {
+        format!(
+            "id = \"{id}\"\nname = \"{id}\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\n{deps}"
+        )
+    };
+    write(root.path(), "a/mod.toml", &m("a", "b = \"*\"\n"));
+    write(root.path(), "b/mod.toml", &m("b", "a = \"*\"\n"));
+    write(root.path(), "c/mod.toml", &m("c", "nothere = \">=1\"\n"));
+    write(root.path(), "d/mod.toml", &m("d", "base = \">=5.0\"\n"));
+    write(root.path(), "e/mod.toml", "id = \"e\"\nname = \"e\"\nversion = \"1.0.0\"\ngame_version = \">=9.0\"\n");
+    let (_, errs) = check(root.path());
+    let has = |s: &str| errs.iter().any(|e| e.contains(s));
+    assert!(has("dependency cycle"), "{errs:?}");
+    assert!(has("depends on 'nothere'"), "{errs:?}");
+    assert!(has("depends on 'base' >=5.0"), "{errs:?}");
+    assert!(has("supports game version >=9.0"), "{errs:?}");
+    // The game itself refuses them and still loads the base content.
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Folder(root.path().to_path_buf())]);
+    assert!(c.base_loaded());
+    assert!(c.mods.iter().filter(|m| m.id != "base").all(|m| !m.loaded));
+}
+
+#[test]
+fn boss_phases_must_be_ordered() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(d.path(), "emitters/e.lua", "while true do ring{n = 4} wait(30) end\n");
+    write(
+        d.path(),
+        "bosses.toml",
+        "[bad]\nname = \"Bad\"\nhp = 100\nradius = 20.0\n\n[[bad.phases]]\nname = \"one\"\nhp_threshold = 1.0\nemitters = [\"e\"]\n\n[[bad.phases]]\nname = \"two\"\nhp_threshold = 1.0\nemitters = [\"e\"]\n",
+    );
+    assert_error(d.path(), "bosses.toml", "strictly decreasing");
+}
+
+#[test]
+fn a_broken_user_mod_never_stops_the_game_loading() {
+    let d = mod_with_script("while true do end\n");
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(d.path().to_path_buf())]);
+    assert!(c.base_loaded());
+}
+
+// ---- The Lua emitter API, driven through a real instance ----
+
+fn instance_with(script: &str, seed: u64) -> (Instance, Arc<hailfire::sim::Defs>) {
+    let d = mod_with_script(script);
+    let c: Content =
+        content::load_with(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(d.path().to_path_buf())], true);
+    let defs = c.defs.clone();
+    let factory = c.script_factory();
+    let mut inst = Instance::new(1, InstanceKind::Dungeon("warden_keep".into()), &defs, factory.create(seed), seed);
+    inst.arrive(Player::new(1, "p", Vec2::ZERO));
+    (inst, defs)
+}
+
+fn run(inst: &mut Instance, defs: &hailfire::sim::Defs, from: u32, ticks: u32) -> Vec<SimEvent> {
+    let mut all = Vec::new();
+    let mut ev = Vec::new();
+    let mut req = Vec::new();
+    for t in from..from + ticks {
+        inst.step(t, defs, &mut ev, &mut req);
+        all.append(&mut ev);
+    }
+    all
+}
+
+fn spawned(ev: &[SimEvent]) -> Vec<hailfire::sim::BulletSpawn> {
+    ev.iter().filter_map(|e| if let SimEvent::BulletSpawned { spawn, .. } = e { Some(*spawn) } else { None }).collect()
+}
+
+#[test]
+fn ring_fan_and_shot_fire_what_they_say() {
+    let (mut inst, defs) = instance_with(
+        "ring{n = 12, speed = 2, kind = 'orb'}\nwait(1)\nfan{n = 5, spread = 40, angle = 90, speed = 3}\nwait(1)\nshot{angle = 0, speed = 4, accel = 0.1, turn = 2, max_speed = 6, lifetime = 50}\nwait(1000)\n",
+        1,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let s = spawned(&run(&mut inst, &defs, 1, 3));
+    assert_eq!(s.len(), 12 + 5 + 1);
+    let ring_angles: Vec<f32> = s[..12].iter().map(|b| b.vel.angle_deg().rem_euclid(360.0)).collect();
+    for (i, a) in ring_angles.iter().enumerate() {
+        let want = (90.0 + i as f32 * 30.0).rem_euclid(360.0);
+        assert!((a - want).abs() < 0.01 || (a - want).abs() > 359.9, "ring bullet {i}: {a} vs {want}");
+    }
+    let fan: Vec<f32> = s[12..17].iter().map(|b| b.vel.angle_deg()).collect();
+    assert!((fan[0] - 70.0).abs() < 0.01 && (fan[4] - 110.0).abs() < 0.01, "{fan:?}");
+    let last = s[17];
+    assert_eq!((last.accel, last.turn, last.max_speed, last.lifetime), (0.1, 2.0, 6.0, 50));
+}
+
+#[test]
+fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
+    let (mut inst, defs) = instance_with(
+        "task(function() while true do shot{speed = 1} wait(10) end end)\nevery(5, 3, function(i) shot{speed = 2} end)\nwait(100000)\n",
+        2,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let s = spawned(&run(&mut inst, &defs, 1, 40));
+    assert_eq!(s.iter().filter(|b| b.vel.length() > 1.5).count(), 3, "every(5, 3, ...) fires three times");
+    assert_eq!(s.iter().filter(|b| b.vel.length() < 1.5).count(), 4, "the task fires at 1, 11, 21, 31");
+    assert_eq!(inst.script_tasks(), 2, "main + task (every's task finished)");
+    // Kill the enemy: its tasks go with it.
+    inst.enemies[0].hp = 1;
+    let pos = inst.enemies[0].pos;
+    let shot = hailfire::sim::script::ShotCmd {
+        pos,
+        vel: Vec2::ZERO,
+        radius: 4.0,
+        lifetime: 5,
+        kind: 0,
+        accel: 0.0,
+        turn: 0.0,
+        max_speed: f32::INFINITY,
+        damage: 10,
+    };
+    inst.spawn_bullet(41, &shot, hailfire::sim::Team::Player, &mut ev);
+    run(&mut inst, &defs, 41, 1);
+    assert!(inst.enemies.is_empty());
+    assert_eq!(inst.script_tasks(), 0, "tasks died with their owner");
+}
+
+#[test]
+fn rand_is_seeded_per_instance() {
+    let src = "for i = 1, 5 do shot{angle = rand(0, 360), speed = rand_int(1, 4)} end\nwait(1000)\n";
+    let angles = |seed| {
+        let (mut inst, defs) = instance_with(src, seed);
+        let mut ev = Vec::new();
+        inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+        spawned(&run(&mut inst, &defs, 1, 1)).iter().map(|b| (b.vel.x.to_bits(), b.vel.y.to_bits())).collect::<Vec<_>>()
+    };
+    assert_eq!(angles(5), angles(5));
+    assert_ne!(angles(5), angles(6));
+}
+
+#[test]
+fn a_script_error_disables_only_that_emitter_and_the_world_keeps_ticking() {
+    let (mut inst, defs) = instance_with("wait(3)\nshot{kind = 'no_such_kind'}\n", 3);
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    inst.spawn_enemy(&defs, "turret", Vec2::new(200.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 200);
+    let errs: Vec<&String> = ev
+        .iter()
+        .filter_map(|e| if let SimEvent::ScriptError { message, .. } = e { Some(message) } else { None })
+        .collect();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("mod 'broken'") && errs[0].contains("e.lua:2") && errs[0].contains("unknown bullet kind"),
+        "{}",
+        errs[0]
+    );
+    assert!(spawned(&ev).len() > 10, "the turret kept firing");
+}
+
+#[test]
+fn scripts_cannot_reach_the_host() {
+    let (mut inst, defs) = instance_with(
+        "local bad = {}\nfor _, n in ipairs({'io', 'os', 'debug', 'package', 'dofile', 'loadfile', 'load', 'require', 'collectgarbage'}) do\n  if _G[n] ~= nil then bad[#bad + 1] = n end\nend\nlog('exposed: ' .. table.concat(bad, ','))\nwait(1000)\n",
+        4,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 1);
+    let logs: Vec<&String> = ev
+        .iter()
+        .filter_map(|e| if let SimEvent::ScriptLog { message, .. } = e { Some(message) } else { None })
+        .collect();
+    assert_eq!(logs, vec!["exposed: "]);
+}
+
+#[test]
+fn validator_cli_lists_every_error_and_exits_non_zero() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(
+        d.path(),
+        "enemies.toml",
+        "[a]\nname = \"A\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"loop\", \"io\"]\n",
+    );
+    write(d.path(), "emitters/loop.lua", "while true do end\n");
+    write(d.path(), "emitters/io.lua", "io.open('x')\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
+        .args(["mods", "check"])
+        .arg(d.path())
+        .current_dir(repo(""))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("loop.lua:1") && text.contains("instruction limit"), "{text}");
+    assert!(text.contains("io.lua:1") && text.contains("global 'io'"), "{text}");
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
+        .args(["mods", "check"])
+        .current_dir(repo(""))
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stdout));
+}

@@ -1,0 +1,407 @@
+//! The simulation's rules, on the real base content: determinism, spawn grace, no
+//! invulnerability frames, fire cooldown, respawn lockout, the escape channel, linkdead
+//! bodies, hit priority, boss phases and instances.
+
+
+use hailfire::content::{self, Content, ModRoot};
+use hailfire::sim::bullets::Team;
+use hailfire::sim::config::*;
+use hailfire::sim::events::{Target, TransferReason};
+use hailfire::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use hailfire::sim::script::ShotCmd;
+use hailfire::sim::{InputFrame, InstanceId, SimEvent, Vec2, World};
+
+fn base() -> Content {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    assert!(c.base_loaded(), "{:?}", c.diagnostics);
+    c
+}
+
+fn world(seed: u64) -> World {
+    let c = base();
+    World::new(c.defs.clone(), c.script_factory(), seed)
+}
+
+fn press(w: &mut World, id: u32, mv: Vec2, buttons: u8) {
+    let t = w.tick + 1;
+    let _ = w.queue_input(id, InputFrame { tick: t, mv, aim: -90.0, buttons });
+}
+
+/// Steps once with the given input and returns the events.
+fn step_with(w: &mut World, id: u32, mv: Vec2, buttons: u8) -> Vec<SimEvent> {
+    press(w, id, mv, buttons);
+    w.step().to_vec()
+}
+
+fn enemy_shot_at(pos: Vec2, damage: i32) -> ShotCmd {
+    ShotCmd {
+        pos,
+        vel: Vec2::ZERO,
+        radius: 4.0,
+        lifetime: 30,
+        kind: 1,
+        accel: 0.0,
+        turn: 0.0,
+        max_speed: f32::INFINITY,
+        damage,
+    }
+}
+
+/// Puts a damaging enemy bullet right on the player (it hits during the next step).
+fn shoot_player(w: &mut World, id: u32, damage: i32) {
+    let inst = w.instance_of(id).unwrap();
+    let pos = w.player(id).unwrap().pos;
+    let tick = w.tick;
+    let mut ev = Vec::new();
+    w.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &enemy_shot_at(pos, damage), Team::Enemy, &mut ev);
+}
+
+fn in_dungeon(seed: u64) -> (World, InstanceId) {
+    let mut w = world(seed);
+    w.add_player(1, "one");
+    let inst = w.enter_dungeon(1, "warden_keep").unwrap();
+    (w, inst)
+}
+
+fn skip_grace(w: &mut World, id: u32) {
+    for _ in 0..SPAWN_GRACE_TICKS {
+        step_with(w, id, Vec2::ZERO, 0);
+    }
+}
+
+#[test]
+fn determinism_same_seed_same_world_after_3600_ticks() {
+    let run = |seed: u64| {
+        let mut w = world(seed);
+        for id in 1..=4 {
+            w.add_player(id, "p");
+            w.enter_dungeon(id, if id <= 2 { "warden_keep" } else { "hollow_grove" });
+        }
+        let mut hashes = Vec::new();
+        for t in 0..3600u32 {
+            for id in 1..=4u32 {
+                let a = t as f32 * 0.03 + id as f32;
+                let f = InputFrame {
+                    tick: w.tick + 1,
+                    mv: Vec2::new(a.sin(), a.cos()),
+                    aim: (t * 7 % 360) as f32,
+                    buttons: BTN_FIRE,
+                };
+                let _ = w.queue_input(id, f);
+            }
+            w.step();
+            if t % 600 == 599 {
+                hashes.push(w.hash());
+            }
+        }
+        let bullets: usize = w.instances.values().map(|i| i.bullets.len()).sum();
+        (hashes, bullets)
+    };
+    let (a, bullets) = run(42);
+    let (b, _) = run(42);
+    let (c, _) = run(43);
+    assert!(bullets > 0, "the run must actually have bullets in flight");
+    assert_eq!(a, b, "same seed and inputs must give the same world, tick for tick");
+    assert_ne!(a.last(), c.last(), "a different seed gives a different run (the hash sees the world)");
+}
+
+#[test]
+fn spawn_grace_protects_and_forbids_shooting_for_two_seconds() {
+    let (mut w, _) = in_dungeon(1);
+    let mut first_shot = None;
+    for k in 1..=SPAWN_GRACE_TICKS + 5 {
+        if k == 10 {
+            shoot_player(&mut w, 1, 50);
+        }
+        let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_FIRE);
+        let fired = ev.iter().any(|e| matches!(e, SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player));
+        if fired && first_shot.is_none() {
+            first_shot = Some(k);
+        }
+    }
+    assert_eq!(w.player(1).unwrap().hp, PLAYER_MAX_HP, "invulnerable during grace");
+    assert_eq!(first_shot, Some(SPAWN_GRACE_TICKS), "first shot on the tick grace ends");
+}
+
+#[test]
+fn no_invulnerability_frames_every_bullet_lands() {
+    let (mut w, _) = in_dungeon(1);
+    skip_grace(&mut w, 1);
+    shoot_player(&mut w, 1, 7);
+    shoot_player(&mut w, 1, 7);
+    shoot_player(&mut w, 1, 7);
+    let ev = step_with(&mut w, 1, Vec2::ZERO, 0);
+    let hits = ev.iter().filter(|e| matches!(e, SimEvent::Damage { target: Target::Player(1), .. })).count();
+    let despawns = ev.iter().filter(|e| matches!(e, SimEvent::BulletDespawned { .. })).count();
+    assert_eq!(hits, 3, "three bullets in one tick are three hits");
+    assert!(despawns >= 3, "each hit consumes its bullet and is reported");
+    shoot_player(&mut w, 1, 7);
+    step_with(&mut w, 1, Vec2::ZERO, 0);
+    assert_eq!(w.player(1).unwrap().hp, PLAYER_MAX_HP - 28, "and the next tick's bullet lands too");
+}
+
+#[test]
+fn fire_rate_is_a_server_cooldown() {
+    let count = |pattern: &dyn Fn(u32) -> bool| {
+        let (mut w, _) = in_dungeon(3);
+        skip_grace(&mut w, 1);
+        let mut shots = 0;
+        for k in 0..120 {
+            let b = if pattern(k) { BTN_FIRE } else { 0 };
+            let ev = step_with(&mut w, 1, Vec2::ZERO, b);
+            shots += ev
+                .iter()
+                .filter(|e| matches!(e, SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player))
+                .count();
+        }
+        shots
+    };
+    let held = count(&|_| true);
+    let tapped = count(&|k| k % PLAYER_FIRE_COOLDOWN_TICKS == 0);
+    let mashed = count(&|k| k % 2 == 0);
+    assert_eq!(held, (120 / PLAYER_FIRE_COOLDOWN_TICKS) as usize);
+    assert_eq!(tapped, held, "tapping at the right rhythm is exactly as fast as holding");
+    assert!(mashed <= held, "mashing is never faster");
+}
+
+#[test]
+fn respawn_lockout_holds_whatever_the_client_sends() {
+    let (mut w, inst) = in_dungeon(4);
+    skip_grace(&mut w, 1);
+    shoot_player(&mut w, 1, 1000);
+    let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::Death { target: Target::Player(1), .. })));
+    // A client that ignores its UI and holds the button from the moment of death.
+    for _ in 1..RESPAWN_LOCKOUT_TICKS {
+        step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+        assert_eq!(w.instance_of(1), Some(inst), "still locked out");
+    }
+    let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, SimEvent::Transfer { player: 1, reason: TransferReason::LeftAfterDeath, .. })));
+    assert_eq!(w.instance_of(1), Some(w.hub));
+    let p = w.player(1).unwrap();
+    assert!(!p.dead && p.hp == PLAYER_MAX_HP && p.grace == SPAWN_GRACE_TICKS, "back in the hub, whole, with grace");
+}
+
+#[test]
+fn escape_channel_takes_a_second_damage_does_not_interrupt_release_does() {
+    let (mut w, inst) = in_dungeon(5);
+    skip_grace(&mut w, 1);
+    for _ in 0..ESCAPE_CHANNEL_TICKS - 1 {
+        step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    }
+    step_with(&mut w, 1, Vec2::ZERO, 0);
+    assert_eq!(w.player(1).unwrap().escape, 0, "releasing resets the channel");
+    for k in 0..ESCAPE_CHANNEL_TICKS {
+        if k == 30 {
+            shoot_player(&mut w, 1, 10);
+        }
+        assert_eq!(w.instance_of(1), Some(inst));
+        step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    }
+    assert_eq!(w.instance_of(1), Some(w.hub), "a hit mid-channel did not stop it");
+}
+
+#[test]
+fn death_ends_the_escape_channel() {
+    let (mut w, inst) = in_dungeon(6);
+    skip_grace(&mut w, 1);
+    for _ in 0..30 {
+        step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    }
+    shoot_player(&mut w, 1, 1000);
+    for _ in 0..40 {
+        step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+    }
+    let p = w.player(1).unwrap();
+    assert!(p.dead);
+    assert_eq!(w.instance_of(1), Some(inst), "dying mid-channel does not escape");
+}
+
+#[test]
+fn linkdead_body_stays_killable_channels_out_and_keeps_the_instance_open() {
+    let (mut w, inst) = in_dungeon(7);
+    skip_grace(&mut w, 1);
+    w.mark_linkdead(1);
+    assert!(w.instances[&inst].has_linkdead());
+    let mut removed_at = None;
+    for k in 1..=ESCAPE_CHANNEL_TICKS + 2 {
+        if k == 20 {
+            shoot_player(&mut w, 1, 10);
+        }
+        let ev = w.step().to_vec();
+        if ev.iter().any(|e| matches!(e, SimEvent::PlayerRemoved { player: 1, .. })) {
+            removed_at = Some(k);
+            assert!(ev.iter().any(|e| matches!(e, SimEvent::InstanceClosed { instance } if *instance == inst)));
+        } else if removed_at.is_none() {
+            assert!(w.instances.contains_key(&inst), "never closes under a resolving body");
+        }
+    }
+    assert_eq!(removed_at, Some(ESCAPE_CHANNEL_TICKS), "the same second everyone pays");
+    assert_eq!(w.instance_of(1), None, "forgotten, not moved to the hub");
+    assert_eq!(w.queue_input(1, InputFrame::default()), Err(hailfire::sim::InputDrop::UnknownPlayer));
+}
+
+#[test]
+fn linkdead_body_that_dies_resolves_after_the_lockout() {
+    let (mut w, inst) = in_dungeon(8);
+    skip_grace(&mut w, 1);
+    w.mark_linkdead(1);
+    shoot_player(&mut w, 1, 1000);
+    w.step();
+    assert!(w.player(1).unwrap().dead);
+    for _ in 0..RESPAWN_LOCKOUT_TICKS - 1 {
+        w.step();
+        assert!(w.instances.contains_key(&inst));
+    }
+    w.step();
+    assert_eq!(w.instance_of(1), None);
+    assert!(!w.instances.contains_key(&inst));
+}
+
+#[test]
+fn hub_portal_interact_enters_and_parties_share_an_instance() {
+    let mut w = world(9);
+    w.add_player(1, "a");
+    w.add_player(2, "b");
+    let portal = w.defs.portals().into_iter().find(|(d, _)| d == "warden_keep").unwrap().1;
+    // Walk player 1 onto the portal, then interact.
+    for _ in 0..400 {
+        let p = w.player(1).unwrap().pos;
+        let d = Vec2::new(portal[0], portal[1]) - p;
+        let mv = if d.length() > 3.0 { d * (1.0 / d.length()) } else { Vec2::ZERO };
+        let b = if d.length() < 10.0 { BTN_INTERACT } else { 0 };
+        press(&mut w, 1, mv, b);
+        w.step();
+        if w.instance_of(1) != Some(w.hub) {
+            break;
+        }
+    }
+    let inst = w.instance_of(1).unwrap();
+    assert_ne!(inst, w.hub, "interact on the portal entered the dungeon");
+    assert_eq!(w.instances[&inst].dungeon(), Some("warden_keep"));
+    assert_eq!(w.enter_dungeon(2, "warden_keep"), Some(inst), "a second player joins the open run");
+    for id in 3..=6 {
+        w.add_player(id, "x");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let runs = w.instances.values().filter(|i| i.dungeon() == Some("warden_keep")).count();
+    assert_eq!(runs, 2, "max_players 4: the fifth player opens a second run");
+}
+
+#[test]
+fn player_bullets_hit_the_boss_first_scaled_by_phase() {
+    let (mut w, inst) = in_dungeon(10);
+    let defs = w.defs.clone();
+    let tick = w.tick;
+    let mut ev = Vec::new();
+    {
+        let i = w.instances.get_mut(&inst).unwrap();
+        i.start_boss(&defs, tick, &mut ev);
+        i.spawn_enemy(&defs, "turret", Vec2::new(480.0, 160.0), &mut ev);
+        // Phase 2 of the Warden takes 0.8x damage.
+        i.force_boss_hp(&defs, 0.55, &mut ev);
+        assert_eq!(i.boss.as_ref().unwrap().phase, 1);
+    }
+    let boss_hp = w.instances[&inst].boss.as_ref().unwrap().hp;
+    let boss_pos = w.instances[&inst].boss.as_ref().unwrap().pos;
+    let shot = ShotCmd { damage: 100, ..enemy_shot_at(boss_pos, 100) };
+    w.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &shot, Team::Player, &mut ev);
+    let ev = w.step().to_vec();
+    let boss_dmg: Vec<i32> = ev
+        .iter()
+        .filter_map(
+            |e| if let SimEvent::Damage { target: Target::Boss, amount, .. } = e { Some(*amount) } else { None },
+        )
+        .collect();
+    let enemy_hits = ev.iter().filter(|e| matches!(e, SimEvent::Damage { target: Target::Enemy(_), .. })).count();
+    assert_eq!(boss_dmg, vec![80], "boss first, damage x damage_taken_mult");
+    assert_eq!(enemy_hits, 0, "the first overlap consumed the bullet");
+    assert_eq!(w.instances[&inst].boss.as_ref().unwrap().hp, boss_hp - 80);
+}
+
+#[test]
+fn phases_change_with_events_and_a_kill_clears_the_run() {
+    let (mut w, inst) = in_dungeon(11);
+    let defs = w.defs.clone();
+    let mut ev = Vec::new();
+    let tick = w.tick;
+    w.instances.get_mut(&inst).unwrap().start_boss(&defs, tick, &mut ev);
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::PhaseChanged { phase: 0, name, .. } if name == "Iron Vigil")));
+    ev.clear();
+    w.instances.get_mut(&inst).unwrap().force_boss_hp(&defs, 0.2, &mut ev);
+    let phases: Vec<u8> = ev
+        .iter()
+        .filter_map(|e| if let SimEvent::PhaseChanged { phase, .. } = e { Some(*phase) } else { None })
+        .collect();
+    assert_eq!(phases, vec![2], "straight to the phase the HP belongs to");
+    for _ in 0..30 {
+        w.step();
+    }
+    // Finish it with one huge player bullet.
+    let pos = w.instances[&inst].boss.as_ref().unwrap().pos;
+    let shot = ShotCmd { damage: 100_000, ..enemy_shot_at(pos, 0) };
+    let tick = w.tick;
+    w.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &shot, Team::Player, &mut ev);
+    let ev = w.step().to_vec();
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::Death { target: Target::Boss, .. })));
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::InstanceCleared { .. })));
+    assert_eq!(w.instances[&inst].bullets.team.iter().filter(|t| **t == Team::Enemy).count(), 0, "bullet cancel");
+    let mut back = false;
+    for _ in 0..hailfire::sim::instance::CLEAR_DELAY_TICKS + 1 {
+        let ev = w.step().to_vec();
+        back |= ev.iter().any(|e| matches!(e, SimEvent::Transfer { reason: TransferReason::Cleared, .. }));
+    }
+    assert!(back && w.instance_of(1) == Some(w.hub), "cleared: everyone returns to the hub");
+    assert!(!w.instances.contains_key(&inst), "and the run closes");
+}
+
+#[test]
+fn input_queue_drops_per_the_validation_table() {
+    use hailfire::sim::InputDrop;
+    let (mut w, _) = in_dungeon(12);
+    for _ in 0..100 {
+        w.step();
+    }
+    let now = w.tick;
+    let f = |tick| InputFrame { tick, mv: Vec2::new(1.0, 0.0), aim: 0.0, buttons: 0 };
+    assert_eq!(w.queue_input(1, f(now - INPUT_MAX_AGE - 1)), Err(InputDrop::Stale));
+    assert_eq!(w.queue_input(1, f(now + INPUT_MAX_LEAD + 1)), Err(InputDrop::Future));
+    assert_eq!(w.queue_input(1, f(now + 1)), Ok(()));
+    w.step();
+    assert_eq!(w.queue_input(1, f(now + 1)), Err(InputDrop::Replay));
+    assert_eq!(w.player(1).unwrap().last_input_tick, Some(now + 1));
+    // A hostile move vector cannot buy speed.
+    let before = w.player(1).unwrap().pos;
+    let _ = w.queue_input(1, InputFrame { tick: w.tick + 1, mv: Vec2::new(1e9, 1e9), aim: f32::NAN, buttons: 0xff });
+    w.step();
+    assert!(w.player(1).unwrap().pos.distance(before) <= PLAYER_SPEED + 1e-3);
+}
+
+#[test]
+fn ten_thousand_bullets_stay_consistent() {
+    let (mut w, inst) = in_dungeon(13);
+    let mut ev = Vec::new();
+    let tick = w.tick;
+    {
+        let i = w.instances.get_mut(&inst).unwrap();
+        for k in 0..10_000u32 {
+            let a = k as f32 * 0.036;
+            let shot = ShotCmd {
+                vel: Vec2::from_angle_deg(a) * 1.0,
+                lifetime: 600,
+                ..enemy_shot_at(Vec2::new(480.0, 360.0), 1)
+            };
+            i.spawn_bullet(tick, &shot, Team::Enemy, &mut ev);
+        }
+    }
+    assert_eq!(w.instances[&inst].bullets.len(), 10_000);
+    for _ in 0..10 {
+        w.step();
+    }
+    let b = &w.instances[&inst].bullets;
+    assert!(b.uid.windows(2).all(|p| p[0] < p[1]), "pool stays sorted by uid");
+    assert!(b.len() > 9_000);
+}
