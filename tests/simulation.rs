@@ -2,7 +2,6 @@
 //! invulnerability frames, fire cooldown, respawn lockout, the escape channel, linkdead
 //! bodies, hit priority, boss phases and instances.
 
-
 use hailfire::content::{self, Content, ModRoot};
 use hailfire::sim::bullets::Team;
 use hailfire::sim::config::*;
