@@ -255,15 +255,17 @@ fn ring_fan_and_shot_fire_what_they_say() {
     inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
     let s = spawned(&run(&mut inst, &defs, 1, 3));
     assert_eq!(s.len(), 12 + 5 + 1);
-    let ring_angles: Vec<f32> = s[..12].iter().map(|b| b.vel.angle_deg().rem_euclid(360.0)).collect();
+    let ring_angles: Vec<f32> = s[..12].iter().map(|b| b.angle.rem_euclid(360.0)).collect();
     for (i, a) in ring_angles.iter().enumerate() {
         let want = (90.0 + i as f32 * 30.0).rem_euclid(360.0);
         assert!((a - want).abs() < 0.01 || (a - want).abs() > 359.9, "ring bullet {i}: {a} vs {want}");
     }
-    let fan: Vec<f32> = s[12..17].iter().map(|b| b.vel.angle_deg()).collect();
+    let fan: Vec<f32> = s[12..17].iter().map(|b| b.angle).collect();
     assert!((fan[0] - 70.0).abs() < 0.01 && (fan[4] - 110.0).abs() < 0.01, "{fan:?}");
     let last = s[17];
-    assert_eq!((last.accel, last.turn, last.max_speed, last.lifetime), (0.1, 2.0, 6.0, 50));
+    // Snapped to the wire grid (1/4096 px/tick² and 1/256 degree/tick steps).
+    assert!((last.accel - 0.1).abs() <= 0.5 / 4096.0 && (last.turn - 2.0).abs() < 1e-6, "{last:?}");
+    assert_eq!((last.max_speed, last.lifetime), (6.0, 50));
 }
 
 #[test]
@@ -275,15 +277,16 @@ fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
     let mut ev = Vec::new();
     inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
     let s = spawned(&run(&mut inst, &defs, 1, 40));
-    assert_eq!(s.iter().filter(|b| b.vel.length() > 1.5).count(), 3, "every(5, 3, ...) fires three times");
-    assert_eq!(s.iter().filter(|b| b.vel.length() < 1.5).count(), 4, "the task fires at 1, 11, 21, 31");
+    assert_eq!(s.iter().filter(|b| b.speed > 1.5).count(), 3, "every(5, 3, ...) fires three times");
+    assert_eq!(s.iter().filter(|b| b.speed < 1.5).count(), 4, "the task fires at 1, 11, 21, 31");
     assert_eq!(inst.script_tasks(), 2, "main + task (every's task finished)");
     // Kill the enemy: its tasks go with it.
     inst.enemies[0].hp = 1;
     let pos = inst.enemies[0].pos;
     let shot = hailfire::sim::script::ShotCmd {
         pos,
-        vel: Vec2::ZERO,
+        angle: 0.0,
+        speed: 0.0,
         radius: 4.0,
         lifetime: 5,
         kind: 0,
@@ -305,7 +308,7 @@ fn rand_is_seeded_per_instance() {
         let (mut inst, defs) = instance_with(src, seed);
         let mut ev = Vec::new();
         inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
-        spawned(&run(&mut inst, &defs, 1, 1)).iter().map(|b| (b.vel.x.to_bits(), b.vel.y.to_bits())).collect::<Vec<_>>()
+        spawned(&run(&mut inst, &defs, 1, 1)).iter().map(|b| (b.angle.to_bits(), b.speed.to_bits())).collect::<Vec<_>>()
     };
     assert_eq!(angles(5), angles(5));
     assert_ne!(angles(5), angles(6));

@@ -35,7 +35,8 @@ fn step_with(w: &mut World, id: u32, mv: Vec2, buttons: u8) -> Vec<SimEvent> {
 fn enemy_shot_at(pos: Vec2, damage: i32) -> ShotCmd {
     ShotCmd {
         pos,
-        vel: Vec2::ZERO,
+        angle: 0.0,
+        speed: 0.0,
         radius: 4.0,
         lifetime: 30,
         kind: 1,
@@ -389,7 +390,8 @@ fn ten_thousand_bullets_stay_consistent() {
         for k in 0..10_000u32 {
             let a = k as f32 * 0.036;
             let shot = ShotCmd {
-                vel: Vec2::from_angle_deg(a) * 1.0,
+                angle: a * 57.29578,
+                speed: 1.0,
                 lifetime: 600,
                 ..enemy_shot_at(Vec2::new(480.0, 360.0), 1)
             };

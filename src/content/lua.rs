@@ -202,7 +202,8 @@ impl ShotSpec {
         let dir = Vec2::from_angle_deg(angle);
         c.cmds.push(ScriptCmd::Shot(ShotCmd {
             pos: origin + dir * self.offset,
-            vel: dir * self.speed,
+            angle,
+            speed: self.speed,
             radius: self.radius.unwrap_or(radius),
             lifetime: self.lifetime,
             kind,

@@ -28,13 +28,67 @@ impl Team {
     }
 }
 
+/// The grid every spawn parameter is snapped to before a bullet exists. The wire encodes
+/// exactly these steps, so the server's bullet and the replica's are built from identical
+/// numbers: parity through the wire is as exact as parity in process.
+pub mod grid {
+    /// Position step: 1/4 px, as i16 (±8191 px).
+    pub const POS: f32 = 4.0;
+    /// Angle step: 360/65536 degrees, as u16.
+    pub const ANGLE: f32 = 65536.0 / 360.0;
+    /// Speed and max speed step: 1/256 px/tick, as u16 (max speed `u16::MAX` = uncapped).
+    pub const SPEED: f32 = 256.0;
+    /// Acceleration step: 1/4096 px/tick², as i16.
+    pub const ACCEL: f32 = 4096.0;
+    /// Turn step: 1/256 degree/tick, as i16.
+    pub const TURN: f32 = 256.0;
+    /// Radius step: 1/4 px, as u8.
+    pub const RADIUS: f32 = 4.0;
+
+    pub fn pos_q(v: f32) -> i16 {
+        (v * POS).round().clamp(i16::MIN as f32, i16::MAX as f32) as i16
+    }
+    pub fn angle_q(deg: f32) -> u16 {
+        let d = if deg.is_finite() { deg.rem_euclid(360.0) } else { 0.0 };
+        ((d * ANGLE).round() as u32 % 65536) as u16
+    }
+    pub fn speed_q(v: f32) -> u16 {
+        (v * SPEED).round().clamp(0.0, (u16::MAX - 1) as f32) as u16
+    }
+    pub fn max_speed_q(v: f32) -> u16 {
+        if v.is_finite() {
+            speed_q(v)
+        } else {
+            u16::MAX
+        }
+    }
+    pub fn accel_q(v: f32) -> i16 {
+        (v * ACCEL).round().clamp(i16::MIN as f32, i16::MAX as f32) as i16
+    }
+    pub fn turn_q(v: f32) -> i16 {
+        (v * TURN).round().clamp(i16::MIN as f32, i16::MAX as f32) as i16
+    }
+    pub fn radius_q(v: f32) -> u8 {
+        (v * RADIUS).round().clamp(1.0, 255.0) as u8
+    }
+    pub fn max_speed_f(q: u16) -> f32 {
+        if q == u16::MAX {
+            f32::INFINITY
+        } else {
+            q as f32 / SPEED
+        }
+    }
+}
+
 /// Everything needed to create a bullet, identical on the server and in the replica.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BulletSpawn {
     pub uid: u32,
     pub pos: Vec2,
+    /// Direction of travel, degrees.
+    pub angle: f32,
     /// Pixels per tick.
-    pub vel: Vec2,
+    pub speed: f32,
     pub radius: f32,
     /// Ticks until it expires.
     pub lifetime: u16,
@@ -48,6 +102,28 @@ pub struct BulletSpawn {
     pub max_speed: f32,
     /// Server tick the bullet was generated at.
     pub tick: Tick,
+}
+
+impl BulletSpawn {
+    /// Snaps every parameter to the wire grid (see [`grid`]). The server spawns only
+    /// snapped bullets, so what a client decodes is bit-for-bit what the server simulates.
+    pub fn quantized(mut self) -> Self {
+        use grid::*;
+        let f = |v: f32| if v.is_finite() { v } else { 0.0 };
+        self.pos = Vec2::new(pos_q(f(self.pos.x)) as f32 / POS, pos_q(f(self.pos.y)) as f32 / POS);
+        self.angle = angle_q(self.angle) as f32 / ANGLE;
+        self.speed = speed_q(f(self.speed)) as f32 / SPEED;
+        self.accel = accel_q(f(self.accel)) as f32 / ACCEL;
+        self.turn = turn_q(f(self.turn)) as f32 / TURN;
+        self.max_speed = max_speed_f(max_speed_q(if self.max_speed.is_nan() { f32::INFINITY } else { self.max_speed }));
+        self.radius = radius_q(f(self.radius)) as f32 / RADIUS;
+        self
+    }
+
+    /// Initial velocity, px/tick.
+    pub fn velocity(&self) -> Vec2 {
+        Vec2::from_angle_deg(self.angle) * self.speed
+    }
 }
 
 /// Structure-of-arrays bullet storage.
@@ -71,6 +147,9 @@ pub struct BulletPool {
     /// Damage dealt on a hit (server only; the replica stores 0).
     pub damage: Vec<i32>,
     pub spawn_tick: Vec<Tick>,
+    /// The spawn record each bullet came from (sent to a player who arrives later, who
+    /// fast-forwards it to now and gets the very same bullet).
+    pub origin: Vec<BulletSpawn>,
     dirty: bool,
 }
 
@@ -99,11 +178,12 @@ impl BulletPool {
             Some(&last) if s.uid <= last => self.uid.partition_point(|&u| u < s.uid),
             _ => self.uid.len(),
         };
+        let vel = s.velocity();
         self.uid.insert(at, s.uid);
         self.x.insert(at, s.pos.x);
         self.y.insert(at, s.pos.y);
-        self.vx.insert(at, s.vel.x);
-        self.vy.insert(at, s.vel.y);
+        self.vx.insert(at, vel.x);
+        self.vy.insert(at, vel.y);
         self.radius.insert(at, s.radius);
         self.life.insert(at, s.lifetime.max(1));
         self.kind.insert(at, s.kind);
@@ -114,6 +194,7 @@ impl BulletPool {
         self.turn_sin.insert(at, if s.turn == 0.0 { 0.0 } else { ts });
         self.damage.insert(at, damage);
         self.spawn_tick.insert(at, s.tick);
+        self.origin.insert(at, *s);
         at
     }
 
@@ -232,6 +313,7 @@ impl BulletPool {
                 self.turn_sin[w] = self.turn_sin[r];
                 self.damage[w] = self.damage[r];
                 self.spawn_tick[w] = self.spawn_tick[r];
+                self.origin[w] = self.origin[r];
             }
             w += 1;
         }
@@ -250,6 +332,7 @@ impl BulletPool {
         self.turn_sin.truncate(w);
         self.damage.truncate(w);
         self.spawn_tick.truncate(w);
+        self.origin.truncate(w);
     }
 
     pub fn pos(&self, i: usize) -> Vec2 {
@@ -265,7 +348,8 @@ mod tests {
         BulletSpawn {
             uid,
             pos: Vec2::new(100.0, 100.0),
-            vel: Vec2::new(2.0, 0.5),
+            angle: 14.0,
+            speed: 2.06,
             radius: 4.0,
             lifetime: 120,
             kind: 0,
@@ -302,7 +386,8 @@ mod tests {
         s.lifetime = 3;
         p.spawn(&s, 0);
         let mut far = spawn(2, 0.0, 0.0);
-        far.vel = Vec2::new(100.0, 0.0);
+        far.angle = 0.0;
+        far.speed = 100.0;
         p.spawn(&far, 0);
         p.step(bounds);
         p.step(bounds);

@@ -125,7 +125,8 @@ mod tests {
             let s = BulletSpawn {
                 uid,
                 pos: Vec2::new(rng.next_f64() as f32 * 900.0 - 50.0, rng.next_f64() as f32 * 700.0 - 50.0),
-                vel: Vec2::ZERO,
+                angle: 0.0,
+                speed: 0.0,
                 radius: 2.0 + rng.next_f64() as f32 * 10.0,
                 lifetime: 10,
                 kind: 0,

@@ -254,7 +254,8 @@ impl Instance {
                 let dir = Vec2::from_angle_deg(p.aim);
                 let shot = ShotCmd {
                     pos: p.pos + dir * PLAYER_MUZZLE_OFFSET,
-                    vel: dir * PLAYER_BULLET_SPEED,
+                    angle: p.aim,
+                    speed: PLAYER_BULLET_SPEED,
                     radius: self.player_radius,
                     lifetime: PLAYER_BULLET_LIFETIME,
                     kind: self.player_kind,
@@ -417,7 +418,8 @@ impl Instance {
         let spawn = BulletSpawn {
             uid: self.next_uid,
             pos: s.pos,
-            vel: s.vel,
+            angle: s.angle,
+            speed: s.speed,
             radius: s.radius,
             lifetime: s.lifetime,
             kind: s.kind,
@@ -426,7 +428,8 @@ impl Instance {
             turn: s.turn,
             max_speed: s.max_speed,
             tick,
-        };
+        }
+        .quantized();
         self.next_uid = self.next_uid.wrapping_add(1);
         self.max_bullet_radius = self.max_bullet_radius.max(s.radius);
         self.bullets.spawn(&spawn, s.damage);

@@ -44,7 +44,10 @@ pub struct ScriptView<'a> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ShotCmd {
     pub pos: Vec2,
-    pub vel: Vec2,
+    /// Degrees.
+    pub angle: f32,
+    /// Pixels per tick.
+    pub speed: f32,
     pub radius: f32,
     pub lifetime: u16,
     pub kind: u16,
