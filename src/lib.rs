@@ -4,4 +4,6 @@
 
 pub mod bench;
 pub mod content;
+pub mod net;
+pub mod protocol;
 pub mod sim;

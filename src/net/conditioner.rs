@@ -1,0 +1,224 @@
+//! A link conditioner: wraps any transport and makes both directions late, jittery, lossy,
+//! duplicating and (through jitter) reordering. Reliable channels are never lost, only
+//! delayed as a retransmission would delay them, and stay in order; sequenced channels
+//! drop a packet that arrives after a newer one, as ENet does. Used by tests and the bot.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{LinkStats, NetEvent, PeerId, Transport};
+use crate::protocol::{delivery, Delivery};
+use crate::sim::rng::Rng;
+
+/// What the link does. `rtt_ms` is split evenly between the two directions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkProfile {
+    pub rtt_ms: f32,
+    pub jitter_ms: f32,
+    /// Probability a packet is lost (unreliable: gone; reliable: resent one RTT later).
+    pub loss: f32,
+    /// Probability an unreliable packet arrives twice.
+    pub duplicate: f32,
+}
+
+impl LinkProfile {
+    pub const CLEAN: LinkProfile = LinkProfile { rtt_ms: 0.0, jitter_ms: 0.0, loss: 0.0, duplicate: 0.0 };
+    /// The "bad link" of the test plan: 100 ms RTT, 20 ms jitter, 5 % loss.
+    pub const BAD: LinkProfile = LinkProfile { rtt_ms: 100.0, jitter_ms: 20.0, loss: 0.05, duplicate: 0.01 };
+}
+
+/// Milliseconds from some fixed start; tests drive it by hand.
+pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// A wall clock starting now.
+pub fn wall_clock() -> Clock {
+    let start = std::time::Instant::now();
+    Arc::new(move || start.elapsed().as_secs_f64() * 1000.0)
+}
+
+struct Held<T> {
+    due: f64,
+    order: u64,
+    key: (PeerId, u8),
+    seq: u64,
+    item: T,
+}
+
+enum Out {
+    Send(Vec<u8>),
+    Disconnect,
+}
+
+pub struct Conditioner<T: Transport> {
+    inner: T,
+    pub profile: LinkProfile,
+    clock: Clock,
+    rng: Rng,
+    outgoing: Vec<Held<Out>>,
+    incoming: Vec<Held<NetEvent>>,
+    last_due: HashMap<(bool, PeerId, u8), f64>,
+    next_seq: HashMap<(bool, PeerId, u8), u64>,
+    delivered_seq: HashMap<(bool, PeerId, u8), u64>,
+    order: u64,
+    scratch: Vec<NetEvent>,
+    /// Packets this conditioner threw away (loss and stale sequenced arrivals).
+    pub dropped: u64,
+}
+
+/// Channel number used for connect/disconnect notices: ordered after everything else.
+const CONTROL_KEY: u8 = 255;
+
+impl<T: Transport> Conditioner<T> {
+    pub fn new(inner: T, profile: LinkProfile, clock: Clock, seed: u64) -> Self {
+        Conditioner {
+            inner,
+            profile,
+            clock,
+            rng: Rng::new(seed),
+            outgoing: Vec::new(),
+            incoming: Vec::new(),
+            last_due: HashMap::new(),
+            next_seq: HashMap::new(),
+            delivered_seq: HashMap::new(),
+            order: 0,
+            scratch: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    fn chance(&mut self, p: f32) -> bool {
+        p > 0.0 && (self.rng.next_f64() as f32) < p
+    }
+
+    /// Due times for one packet: empty when lost, two when duplicated.
+    fn schedule(&mut self, dir_in: bool, peer: PeerId, channel: u8, now: f64) -> Vec<f64> {
+        let one_way = self.profile.rtt_ms as f64 / 2.0;
+        let jitter = self.profile.jitter_ms as f64 * (self.rng.next_f64() * 2.0 - 1.0);
+        let mut due = now + (one_way + jitter).max(0.0);
+        let reliable = channel == CONTROL_KEY || delivery(channel) == Delivery::Reliable;
+        if reliable {
+            while self.chance(self.profile.loss) {
+                due += self.profile.rtt_ms.max(1.0) as f64;
+            }
+            // In order: never before the previous reliable packet on this channel.
+            let key = (dir_in, peer, channel);
+            let last = self.last_due.get(&key).copied().unwrap_or(0.0);
+            due = due.max(last);
+            if channel == CONTROL_KEY {
+                let latest = self.last_due.iter().filter(|((d, p, _), _)| *d == dir_in && *p == peer).map(|(_, v)| *v);
+                due = latest.fold(due, f64::max);
+            }
+            self.last_due.insert(key, due);
+            return vec![due];
+        }
+        if self.chance(self.profile.loss) {
+            self.dropped += 1;
+            return vec![];
+        }
+        if self.chance(self.profile.duplicate) {
+            let extra = due + self.profile.jitter_ms as f64 * self.rng.next_f64();
+            return vec![due, extra];
+        }
+        vec![due]
+    }
+
+    fn seq(&mut self, dir_in: bool, peer: PeerId, channel: u8) -> u64 {
+        let s = self.next_seq.entry((dir_in, peer, channel)).or_insert(0);
+        *s += 1;
+        *s
+    }
+
+    /// A sequenced packet older than one already delivered is dropped.
+    fn fresh(&mut self, dir_in: bool, key: (PeerId, u8), seq: u64) -> bool {
+        if delivery(key.1) != (Delivery::Unreliable { sequenced: true }) {
+            return true;
+        }
+        let last = self.delivered_seq.entry((dir_in, key.0, key.1)).or_insert(0);
+        if seq <= *last && *last != 0 && seq != *last {
+            self.dropped += 1;
+            return false;
+        }
+        if seq == *last {
+            return true; // a duplicate of the newest: let it through, as UDP would
+        }
+        *last = seq;
+        true
+    }
+}
+
+fn take_due<X>(q: &mut Vec<Held<X>>, now: f64) -> Vec<Held<X>> {
+    let mut due = Vec::new();
+    let mut i = 0;
+    while i < q.len() {
+        if q[i].due <= now {
+            due.push(q.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    due.sort_by(|a, b| a.due.total_cmp(&b.due).then(a.order.cmp(&b.order)));
+    due
+}
+
+impl<T: Transport> Transport for Conditioner<T> {
+    fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
+        let now = (self.clock)();
+        let seq = self.seq(false, peer, channel);
+        for due in self.schedule(false, peer, channel, now) {
+            self.order += 1;
+            self.outgoing.push(Held { due, order: self.order, key: (peer, channel), seq, item: Out::Send(data.to_vec()) });
+        }
+    }
+
+    fn poll(&mut self, out: &mut Vec<NetEvent>) {
+        let now = (self.clock)();
+        for h in take_due(&mut self.outgoing, now) {
+            if !self.fresh(false, h.key, h.seq) {
+                continue;
+            }
+            match h.item {
+                Out::Send(data) => self.inner.send(h.key.0, h.key.1, &data),
+                Out::Disconnect => self.inner.disconnect(h.key.0),
+            }
+        }
+        self.scratch.clear();
+        let mut got = std::mem::take(&mut self.scratch);
+        self.inner.poll(&mut got);
+        for ev in got.drain(..) {
+            let (peer, channel) = match &ev {
+                NetEvent::Packet { peer, channel, .. } => (*peer, *channel),
+                NetEvent::Connected(p) | NetEvent::Disconnected(p) => (*p, CONTROL_KEY),
+            };
+            let seq = self.seq(true, peer, channel);
+            let dues = self.schedule(true, peer, channel, now);
+            for due in dues {
+                self.order += 1;
+                self.incoming.push(Held { due, order: self.order, key: (peer, channel), seq, item: ev.clone() });
+            }
+        }
+        self.scratch = got;
+        for h in take_due(&mut self.incoming, now) {
+            if h.key.1 == CONTROL_KEY || self.fresh(true, h.key, h.seq) {
+                out.push(h.item);
+            }
+        }
+    }
+
+    fn disconnect(&mut self, peer: PeerId) {
+        let now = (self.clock)();
+        let due = self.schedule(false, peer, CONTROL_KEY, now)[0];
+        self.order += 1;
+        self.outgoing.push(Held { due, order: self.order, key: (peer, CONTROL_KEY), seq: 0, item: Out::Disconnect });
+    }
+
+    fn stats(&self, peer: PeerId) -> LinkStats {
+        let mut s = self.inner.stats(peer);
+        s.rtt_ms += self.profile.rtt_ms;
+        s.loss = s.loss.max(self.profile.loss);
+        s
+    }
+}

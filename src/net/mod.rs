@@ -1,0 +1,111 @@
+//! Transports move bytes between peer ids and know nothing of the game. The channel number
+//! decides delivery (`protocol::delivery`). Implementations: ENet over UDP (`enet`), an
+//! in-process pipe for host-and-play and tests (`local`), a pair of them multiplexed
+//! (`Multi`), and a link conditioner that wraps any transport (`conditioner`).
+//!
+//! A transport that wraps another (the conditioner; later, encryption under ENet) keeps
+//! this same interface, so nothing above it changes.
+
+pub mod conditioner;
+pub mod enet;
+pub mod local;
+
+pub use conditioner::{Conditioner, LinkProfile};
+pub use enet::EnetTransport;
+pub use local::{LocalClient, LocalListener, LocalServer};
+
+/// A connection, as numbered by the transport that owns it.
+pub type PeerId = u32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetEvent {
+    Connected(PeerId),
+    Disconnected(PeerId),
+    Packet { peer: PeerId, channel: u8, data: Vec<u8> },
+}
+
+/// What a transport knows about a link.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LinkStats {
+    pub rtt_ms: f32,
+    /// Fraction of packets lost, 0..1, where the transport can tell.
+    pub loss: f32,
+    /// Game payload bytes handed to / received from this link.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+pub trait Transport {
+    /// Queues bytes for a peer; the channel decides reliability and ordering.
+    fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]);
+    /// Sends what is queued and collects what arrived. Never blocks.
+    fn poll(&mut self, out: &mut Vec<NetEvent>);
+    /// Closes a connection; the other side sees `Disconnected`.
+    fn disconnect(&mut self, peer: PeerId);
+    fn stats(&self, peer: PeerId) -> LinkStats;
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
+        (**self).send(peer, channel, data)
+    }
+    fn poll(&mut self, out: &mut Vec<NetEvent>) {
+        (**self).poll(out)
+    }
+    fn disconnect(&mut self, peer: PeerId) {
+        (**self).disconnect(peer)
+    }
+    fn stats(&self, peer: PeerId) -> LinkStats {
+        (**self).stats(peer)
+    }
+}
+
+/// Several transports behind one set of peer ids: the low two bits say which part. The
+/// server listens on ENet and on an in-process pipe at once this way (host and play).
+pub struct Multi {
+    parts: Vec<Box<dyn Transport>>,
+    scratch: Vec<NetEvent>,
+}
+
+impl Multi {
+    pub fn new(parts: Vec<Box<dyn Transport>>) -> Self {
+        assert!(parts.len() <= 4, "Multi holds at most four transports");
+        Multi { parts, scratch: Vec::new() }
+    }
+    fn split(peer: PeerId) -> (usize, PeerId) {
+        ((peer & 3) as usize, peer >> 2)
+    }
+    fn join(part: usize, peer: PeerId) -> PeerId {
+        (peer << 2) | part as PeerId
+    }
+}
+
+impl Transport for Multi {
+    fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
+        let (p, id) = Self::split(peer);
+        if let Some(t) = self.parts.get_mut(p) {
+            t.send(id, channel, data)
+        }
+    }
+    fn poll(&mut self, out: &mut Vec<NetEvent>) {
+        for (i, t) in self.parts.iter_mut().enumerate() {
+            self.scratch.clear();
+            t.poll(&mut self.scratch);
+            out.extend(self.scratch.drain(..).map(|e| match e {
+                NetEvent::Connected(p) => NetEvent::Connected(Self::join(i, p)),
+                NetEvent::Disconnected(p) => NetEvent::Disconnected(Self::join(i, p)),
+                NetEvent::Packet { peer, channel, data } => NetEvent::Packet { peer: Self::join(i, peer), channel, data },
+            }));
+        }
+    }
+    fn disconnect(&mut self, peer: PeerId) {
+        let (p, id) = Self::split(peer);
+        if let Some(t) = self.parts.get_mut(p) {
+            t.disconnect(id)
+        }
+    }
+    fn stats(&self, peer: PeerId) -> LinkStats {
+        let (p, id) = Self::split(peer);
+        self.parts.get(p).map(|t| t.stats(id)).unwrap_or_default()
+    }
+}

@@ -1,0 +1,49 @@
+//! The wire: protocol version, channels, and the two message enums with their compact
+//! hand-written encodings (`messages`), over a bounded reader/writer (`wire`).
+//! See `docs/PROTOCOL.md` for the full byte layouts and the reasoning behind them.
+
+pub mod messages;
+pub mod wire;
+
+pub use messages::{ClientMsg, RejectReason, ServerMsg, Snapshot, WireEvent, WireInput, WireTarget};
+pub use wire::DecodeError;
+
+/// Bumped on every change to the bytes on the wire.
+///
+/// History:
+/// - 1: first version. Hello/Input up; Welcome/Reject/Stats, Enter/Roster/Events, Snapshot
+///   down. Bullet spawns about 15 bytes on the `sim::bullets::grid` steps; snapshots with
+///   1/8 px positions; input frames of 5 bytes sent three times.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Handshake, rejection and stats: reliable.
+pub const CH_CONTROL: u8 = 0;
+/// Snapshots: unreliable sequenced, newest wins; never blocked by the event stream.
+pub const CH_SNAPSHOT: u8 = 1;
+/// Instance transitions, rosters, bullet spawns/despawns, hits, deaths, phases: reliable
+/// ordered. Transitions share this channel with bullet events on purpose, so a client can
+/// never receive a bullet of an instance before the message that put it there.
+pub const CH_EVENTS: u8 = 2;
+/// Client input: unreliable sequenced (each packet repeats the last frames).
+pub const CH_INPUT: u8 = 3;
+pub const CHANNEL_COUNT: usize = 4;
+
+/// How a channel delivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Reliable,
+    /// Unreliable; sequenced means an older packet arriving after a newer one is dropped.
+    Unreliable { sequenced: bool },
+}
+
+pub fn delivery(channel: u8) -> Delivery {
+    match channel {
+        CH_SNAPSHOT | CH_INPUT => Delivery::Unreliable { sequenced: true },
+        _ => Delivery::Reliable,
+    }
+}
+
+/// Server snapshots per second (every third tick).
+pub const SNAPSHOT_EVERY_TICKS: u32 = 3;
+/// Default UDP port of a server.
+pub const DEFAULT_PORT: u16 = 24_680;
