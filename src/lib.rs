@@ -3,7 +3,11 @@
 //! `server` / `client` <- `app`.
 
 pub mod bench;
+pub mod client;
 pub mod content;
+pub mod logging;
 pub mod net;
 pub mod protocol;
+pub mod server;
 pub mod sim;
+pub mod stepper;

@@ -10,6 +10,18 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Run a headless server (no window, audio or GPU).
+    #[arg(long)]
+    dedicated: bool,
+    /// Address and port the dedicated server listens on.
+    #[arg(long, default_value_t = format!("0.0.0.0:{}", hailfire::protocol::DEFAULT_PORT))]
+    bind: String,
+    /// Most players on the server at once.
+    #[arg(long, default_value_t = 16)]
+    max_players: usize,
+    /// Stop the dedicated server after this many seconds.
+    #[arg(long)]
+    exit_after: Option<f64>,
 }
 
 #[derive(Subcommand)]
@@ -18,6 +30,31 @@ enum Command {
     Mods {
         #[command(subcommand)]
         action: ModsAction,
+    },
+    /// Run headless bots that join a server and play, then report how the netcode did.
+    Bot {
+        /// Server address, HOST[:PORT].
+        #[arg(long)]
+        join: String,
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        /// hub: stay in the hub; dungeon: take a portal and fight.
+        #[arg(long, default_value = "dungeon")]
+        plan: String,
+        /// Which dungeon to enter with --plan dungeon.
+        #[arg(long, default_value = "warden_keep")]
+        dungeon: String,
+        #[arg(long, default_value = "bot")]
+        name: String,
+        /// Disconnect after this many seconds, through the same path as the menu's
+        /// "Disconnect to menu".
+        #[arg(long)]
+        leave_after: Option<f64>,
+        /// clean, or bad (100 ms RTT, 20 ms jitter, 5 % loss through the link conditioner).
+        #[arg(long, default_value = "clean")]
+        link: String,
     },
     /// Measure simulation cost per tick (boss fight, 10,000-bullet stress) and boss survival.
     Bench {
@@ -38,7 +75,29 @@ enum ModsAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.dedicated {
+        hailfire::logging::init(Some("server"));
+        let bind = match hailfire::net::resolve(&cli.bind) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("hailfire: --bind {}: {e}", cli.bind);
+                return ExitCode::from(2);
+            }
+        };
+        let opts = hailfire::server::dedicated::DedicatedOptions { bind, max_players: cli.max_players, exit_after: cli.exit_after };
+        return match hailfire::server::dedicated::run(opts) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hailfire: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match cli.command {
+        Some(Command::Bot { join, count, seconds, plan, dungeon, name, leave_after, link }) => {
+            hailfire::logging::init(None);
+            bot(join, count, seconds, plan, dungeon, name, leave_after, link)
+        }
         Some(Command::Mods { action: ModsAction::Check { paths } }) => mods_check(&paths),
         Some(Command::Mods { action: ModsAction::List }) => {
             let c = hailfire::content::Content::load_default();
@@ -56,9 +115,68 @@ fn main() -> ExitCode {
         }
         Some(Command::Bench { quick }) => bench(quick),
         None => {
-            eprintln!("hailfire: the desktop client is not built yet; try `hailfire mods check` or `hailfire bench`");
+            eprintln!("hailfire: the desktop client is not built yet; try `hailfire --dedicated`, `hailfire bot`, `hailfire mods check` or `hailfire bench`");
             ExitCode::from(2)
         }
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "one argument per command-line flag")]
+fn bot(
+    join: String,
+    count: usize,
+    seconds: f64,
+    plan: String,
+    dungeon: String,
+    name: String,
+    leave_after: Option<f64>,
+    link: String,
+) -> ExitCode {
+    use hailfire::client::bot::{BotOptions, Plan};
+    let join = match hailfire::net::resolve(&join) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hailfire bot: --join {join}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match plan.as_str() {
+        "hub" => Plan::Hub,
+        "dungeon" => Plan::Dungeon,
+        other => {
+            eprintln!("hailfire bot: --plan must be hub or dungeon, not '{other}'");
+            return ExitCode::from(2);
+        }
+    };
+    let link = match link.as_str() {
+        "clean" => hailfire::net::LinkProfile::CLEAN,
+        "bad" => hailfire::net::LinkProfile::BAD,
+        other => {
+            eprintln!("hailfire bot: --link must be clean or bad, not '{other}'");
+            return ExitCode::from(2);
+        }
+    };
+    let content = hailfire::content::Content::load_default();
+    if !content.base_loaded() {
+        for d in content.errors() {
+            eprintln!("{d}");
+        }
+        return ExitCode::FAILURE;
+    }
+    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link };
+    let reports = hailfire::client::bot::run(&opts, &content.defs, content.digest());
+    let mut ok = reports.len() == count;
+    for r in &reports {
+        println!("{}", r.line);
+        if let Some(p) = &r.problem {
+            println!("bot {}: FAILED: {p}", r.name);
+            ok = false;
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -50,6 +50,33 @@ impl Content {
         self.diagnostics.iter().filter(|d| d.is_error())
     }
 
+    /// A digest of what both ends of a connection must agree on: bullet kind order, enemy
+    /// and boss ids (snapshots index them), dungeons and their arenas. Checked at handshake.
+    pub fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut mix = |s: &str| {
+            for b in s.bytes().chain([0xff]) {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        };
+        let d = &self.defs;
+        for b in &d.bullets {
+            mix(&format!("b:{}:{}", b.id, b.radius));
+        }
+        for id in d.enemies.keys() {
+            mix(&format!("e:{id}"));
+        }
+        for (id, b) in &d.bosses {
+            mix(&format!("B:{id}:{}", b.phases.len()));
+        }
+        for (id, g) in &d.dungeons {
+            mix(&format!("d:{id}:{}:{}", g.arena[0], g.arena[1]));
+        }
+        mix(&format!("h:{}:{}", d.hub.arena[0], d.hub.arena[1]));
+        h
+    }
+
     /// Whether the base game itself loaded (without it there is nothing to play).
     pub fn base_loaded(&self) -> bool {
         self.mods.iter().any(|m| m.id == "base" && m.loaded)

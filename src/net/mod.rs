@@ -14,6 +14,20 @@ pub use conditioner::{Conditioner, LinkProfile};
 pub use enet::EnetTransport;
 pub use local::{LocalClient, LocalListener, LocalServer};
 
+/// Resolves `host[:port]` (default port `protocol::DEFAULT_PORT`) to a socket address.
+pub fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let with_port = if addr.parse::<std::net::SocketAddr>().is_ok() || addr.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok()) {
+        addr.to_string()
+    } else {
+        format!("{addr}:{}", crate::protocol::DEFAULT_PORT)
+    };
+    with_port
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("cannot resolve '{addr}'")))
+}
+
 /// A connection, as numbered by the transport that owns it.
 pub type PeerId = u32;
 

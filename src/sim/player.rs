@@ -71,6 +71,8 @@ pub struct Player {
     /// Tick the held input was last refreshed by a real frame.
     pub held_at: Tick,
     pub last_input_tick: Option<Tick>,
+    /// Ticks that had no fresh input frame once input had started (late or lost input).
+    pub coasted: u32,
 }
 
 impl Player {
@@ -91,6 +93,7 @@ impl Player {
             held: InputFrame::default(),
             held_at: 0,
             last_input_tick: None,
+            coasted: 0,
         }
     }
 
@@ -141,7 +144,10 @@ impl Player {
             self.held = f;
             self.held_at = now;
             self.last_input_tick = Some(f.tick);
-        } else if now.saturating_sub(self.held_at) > INPUT_MAX_AGE {
+        } else if self.last_input_tick.is_some() && !self.linkdead {
+            self.coasted = self.coasted.saturating_add(1);
+        }
+        if got.is_none() && now.saturating_sub(self.held_at) > INPUT_MAX_AGE {
             self.held = InputFrame { tick: now, mv: Vec2::ZERO, aim: self.held.aim, buttons: 0 };
         }
         let mut f = self.held;

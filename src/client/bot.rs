@@ -1,0 +1,200 @@
+//! A headless player: a small brain that drives the real client (walk to a portal, fight,
+//! dodge, leave after death), and `hailfire bot`, which runs several over ENet and reports
+//! how the netcode did for each.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::{Client, InputSample, Phase};
+use crate::net::{conditioner, Conditioner, EnetTransport, LinkProfile, Transport};
+use crate::protocol::messages::F_DEAD;
+use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use crate::sim::rng::Rng;
+use crate::sim::{Defs, Team, Vec2, TICK_RATE};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Stay in the hub, wander and shoot.
+    Hub,
+    /// Walk into a dungeon portal and fight.
+    Dungeon,
+}
+
+pub struct Brain {
+    pub plan: Plan,
+    pub dungeon: String,
+    rng: Rng,
+    t: u32,
+    wobble: f32,
+    pub entered_dungeon: bool,
+}
+
+impl Brain {
+    pub fn new(plan: Plan, dungeon: &str, seed: u64) -> Self {
+        let mut rng = Rng::new(seed);
+        let wobble = rng.next_f64() as f32 * 6.28;
+        Brain { plan, dungeon: dungeon.to_string(), rng, t: 0, wobble, entered_dungeon: false }
+    }
+
+    pub fn think<T: Transport>(&mut self, c: &Client<T>, defs: &Defs) -> InputSample {
+        self.t += 1;
+        let (Some(v), Some(me)) = (&c.view, c.pred) else { return InputSample::default() };
+        let own = c.own_state();
+        if own.is_some_and(|o| o.flags & F_DEAD != 0) {
+            // The death screen's "Return to hub": held; the server enforces the lockout.
+            return InputSample { mv: Vec2::ZERO, aim: 0.0, buttons: BTN_ESCAPE };
+        }
+        if v.dungeon.is_empty() {
+            if self.plan == Plan::Dungeon {
+                if let Some((_, at)) = defs.portals().into_iter().find(|(d, _)| *d == self.dungeon) {
+                    let d = Vec2::new(at[0], at[1]) - me;
+                    let l = d.length();
+                    let mv = if l > 2.0 { d * (1.0 / l) } else { Vec2::ZERO };
+                    let buttons = if l < defs.hub.portal_radius { BTN_INTERACT } else { 0 };
+                    return InputSample { mv, aim: d.angle_deg(), buttons };
+                }
+            }
+            let a = self.t as f32 * 0.02 + self.wobble;
+            return InputSample { mv: Vec2::new(a.cos(), a.sin() * 0.5), aim: a.to_degrees(), buttons: BTN_FIRE };
+        }
+        self.entered_dungeon = true;
+        let snap = c.interpolated();
+        let target = snap.as_ref().and_then(|s| {
+            s.boss.map(|b| b.pos).or_else(|| {
+                s.enemies.iter().map(|e| e.pos).min_by(|a, b| a.distance(me).total_cmp(&b.distance(me)))
+            })
+        });
+        let aim = target.map_or(-90.0, |t| (t - me).angle_deg());
+        // Keep some distance from the target while circling; push away from close bullets.
+        let mut mv = Vec2::ZERO;
+        if let Some(t) = target {
+            let d = me - t;
+            let l = d.length().max(1.0);
+            let radial = (260.0 - l).clamp(-1.0, 1.0);
+            let side = if (self.t / 180) % 2 == 0 { 1.0 } else { -1.0 };
+            mv = d * (radial / l) + Vec2::new(-d.y / l, d.x / l) * (0.6 * side);
+        }
+        let pool = &v.replica.pool;
+        let mut push = Vec2::ZERO;
+        for i in 0..pool.len() {
+            if pool.team[i] != Team::Enemy {
+                continue;
+            }
+            let d = me - pool.pos(i);
+            let l2 = d.length_sq();
+            if l2 < 60.0 * 60.0 && l2 > 1e-3 {
+                push = push + d * (1.0 / l2) * 30.0;
+            }
+        }
+        mv = (mv + push + Vec2::new(self.rng.next_f64() as f32 - 0.5, self.rng.next_f64() as f32 - 0.5) * 0.3).clamp_unit();
+        InputSample { mv, aim, buttons: BTN_FIRE }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BotOptions {
+    pub join: SocketAddr,
+    pub count: usize,
+    pub seconds: f64,
+    pub plan: Plan,
+    pub dungeon: String,
+    pub name: String,
+    /// Disconnect (the menu's "Disconnect to menu" path) after this many seconds.
+    pub leave_after: Option<f64>,
+    pub link: LinkProfile,
+}
+
+/// One bot's outcome.
+#[derive(Clone, Debug)]
+pub struct BotReport {
+    pub name: String,
+    pub player_id: Option<u32>,
+    pub ok: bool,
+    pub problem: Option<String>,
+    pub line: String,
+}
+
+/// Runs `count` bots for `seconds`; every bot's report, in order.
+pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
+    let clock = conditioner::wall_clock();
+    let mut bots: Vec<(Client<Box<dyn Transport>>, Brain)> = Vec::new();
+    for i in 0..opts.count {
+        let name = if opts.count == 1 { opts.name.clone() } else { format!("{}-{}", opts.name, i + 1) };
+        let net: Box<dyn Transport> = match EnetTransport::connect(opts.join) {
+            Ok(e) if opts.link == LinkProfile::CLEAN => Box::new(e),
+            Ok(e) => Box::new(Conditioner::new(e, opts.link, clock.clone(), 77 + i as u64)),
+            Err(e) => {
+                eprintln!("bot {name}: cannot open a socket: {e}");
+                continue;
+            }
+        };
+        bots.push((Client::new(net, &name, digest), Brain::new(opts.plan, &opts.dungeon, 1000 + i as u64)));
+    }
+    let start = Instant::now();
+    let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
+    let mut next = start;
+    let mut left = vec![false; bots.len()];
+    let mut peak_recent = vec![0f32; bots.len()];
+    while start.elapsed().as_secs_f64() < opts.seconds {
+        let now = start.elapsed().as_secs_f64() * 1000.0;
+        for (i, (c, brain)) in bots.iter_mut().enumerate() {
+            if left[i] {
+                continue;
+            }
+            if opts.leave_after.is_some_and(|s| now / 1000.0 >= s) && c.is_joined() {
+                c.disconnect();
+                left[i] = true;
+                continue;
+            }
+            let input = brain.think(c, defs);
+            c.update(now, input);
+            peak_recent[i] = peak_recent[i].max(c.stats.pred_err_recent);
+        }
+        if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
+            break;
+        }
+        next += period;
+        let n = Instant::now();
+        if next > n {
+            std::thread::sleep(next - n);
+        } else {
+            next = n;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64().max(1e-3);
+    bots.iter_mut()
+        .enumerate()
+        .map(|(i, (c, brain))| {
+            let st = c.net.stats(0);
+            let mut problem = None;
+            match &c.phase {
+                Phase::Failed(why) => problem = Some(format!("could not stay connected: {why}")),
+                Phase::Connecting => problem = Some("never joined".to_string()),
+                _ => {}
+            }
+            if problem.is_none() && opts.plan == Plan::Dungeon && !brain.entered_dungeon && opts.leave_after.is_none() {
+                problem = Some(format!("stuck: never got into the dungeon '{}'", brain.dungeon));
+            }
+            if problem.is_none() && !left[i] && c.stats.pred_err_n > 0 && c.stats.pred_err_recent > super::SNAP_DISTANCE {
+                problem = Some(format!("prediction never recovered (recent error {:.1} px)", c.stats.pred_err_recent));
+            }
+            let s = &c.stats;
+            let line = format!(
+                "bot {}: player {} | {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | up {:.2} KB/s, down {:.2} KB/s",
+                c.name,
+                c.player_id.map_or("-".into(), |p| p.to_string()),
+                if left[i] { "left via disconnect" } else if brain.entered_dungeon { "fought in the dungeon" } else { "in the hub" },
+                s.pred_err_mean(),
+                s.pred_err_max,
+                s.server_inputs_dropped,
+                s.server_ticks_coasted,
+                s.resyncs,
+                s.stall_resyncs,
+                st.bytes_sent as f64 / secs / 1024.0,
+                st.bytes_received as f64 / secs / 1024.0,
+            );
+            let _ = peak_recent;
+            BotReport { name: c.name.clone(), player_id: c.player_id, ok: problem.is_none(), problem, line }
+        })
+        .collect()
+}

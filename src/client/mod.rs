@@ -1,0 +1,502 @@
+//! The predicting client: input numbering ahead of the server with a lead kept inside a
+//! band, an ack-stall detector, prediction and reconciliation of the local player through
+//! the server's own movement function, interpolation of everything else, and the bullet
+//! replica. It is transport-agnostic: the host's client and a remote one are the same.
+
+pub mod bot;
+pub mod replica;
+
+use std::collections::VecDeque;
+
+use crate::net::{NetEvent, Transport};
+use crate::protocol::messages::*;
+use crate::protocol::*;
+use crate::sim::movement::step_player;
+use crate::sim::{InputFrame, Vec2, TICK_RATE};
+use replica::Replica;
+
+/// The client's lead (input tick minus its estimate of the server tick) stays in this band;
+/// leaving it forces a re-sync. `INPUT_MAX_LEAD` on the server is far wider (a test checks).
+pub const INPUT_LEAD_MIN: i64 = 3;
+pub const INPUT_LEAD_MAX: i64 = 20;
+/// Lead with no latency information yet.
+pub const INPUT_TARGET_LEAD: i64 = 4;
+/// Snapshots without `last_input_tick` advancing before the client re-syncs.
+pub const INPUT_ACK_STALL_LIMIT: u32 = 8;
+/// Reconciliation: an error beyond this snaps; smaller errors blend.
+pub const SNAP_DISTANCE: f32 = 24.0;
+pub const BLEND: f32 = 0.3;
+/// Joining a server that does not answer fails after this long.
+pub const JOIN_TIMEOUT_MS: f64 = 8_000.0;
+/// Remote entities are drawn this many ticks in the past, between two snapshots.
+pub const INTERP_DELAY_TICKS: f64 = SNAPSHOT_EVERY_TICKS as f64 * 2.0;
+
+/// What the player is doing this tick.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InputSample {
+    pub mv: Vec2,
+    pub aim: f32,
+    pub buttons: u8,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    Connecting,
+    Joined,
+    /// Could not join or the connection ended; the words are for the player.
+    Failed(String),
+    /// The player chose to disconnect.
+    Closed,
+}
+
+/// Things the app turns into sound and flashes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientEvent {
+    Entered { dungeon: String },
+    Sfx { name: String, pos: Vec2 },
+    Hit { target: WireTarget },
+    Death { target: WireTarget },
+    Phase { phase: u8 },
+    Cleared,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ClientStats {
+    /// Prediction error (px) measured at each reconciliation.
+    pub pred_err_sum: f64,
+    pub pred_err_n: u64,
+    pub pred_err_max: f32,
+    /// Exponential average of recent prediction error, px.
+    pub pred_err_recent: f32,
+    pub snaps_over_threshold: u64,
+    pub resyncs: u32,
+    pub stall_resyncs: u32,
+    pub snapshots: u64,
+    pub inputs_sent: u64,
+    /// The server's counts for this player (Stats message).
+    pub server_inputs_dropped: u32,
+    pub server_ticks_coasted: u32,
+    pub malformed: u64,
+}
+
+impl ClientStats {
+    pub fn pred_err_mean(&self) -> f64 {
+        if self.pred_err_n == 0 {
+            0.0
+        } else {
+            self.pred_err_sum / self.pred_err_n as f64
+        }
+    }
+}
+
+/// Everything the client knows about the instance it is in.
+pub struct View {
+    pub instance: u32,
+    /// Dungeon id, "" for the hub.
+    pub dungeon: String,
+    pub arena: Vec2,
+    pub replica: Replica,
+    pub roster: Vec<(u32, String)>,
+    /// The latest few snapshots, oldest first.
+    pub snaps: VecDeque<Snapshot>,
+    pub cleared: bool,
+}
+
+impl View {
+    pub fn latest(&self) -> Option<&Snapshot> {
+        self.snaps.back()
+    }
+}
+
+pub struct Client<T: Transport> {
+    pub net: T,
+    pub phase: Phase,
+    pub name: String,
+    digest: u64,
+    pub player_id: Option<u32>,
+    started_ms: Option<f64>,
+    /// Estimate of the newest server tick this client could know about.
+    pub est: f64,
+    /// Tick number of the next input frame.
+    pub input_tick: u32,
+    last_sent: Option<u32>,
+    late_bonus: f64,
+    last_acked: Option<u32>,
+    stall: u32,
+    unacked: VecDeque<InputFrame>,
+    recent: VecDeque<InputFrame>,
+    pub view: Option<View>,
+    /// Predicted position of the local player.
+    pub pred: Option<Vec2>,
+    pub stats: ClientStats,
+    pub events: Vec<ClientEvent>,
+    inbox: Vec<NetEvent>,
+}
+
+impl<T: Transport> Client<T> {
+    pub fn new(net: T, name: &str, content_digest: u64) -> Self {
+        Client {
+            net,
+            phase: Phase::Connecting,
+            name: name.chars().take(MAX_NAME).collect(),
+            digest: content_digest,
+            player_id: None,
+            started_ms: None,
+            est: 0.0,
+            input_tick: 0,
+            last_sent: None,
+            late_bonus: 0.0,
+            last_acked: None,
+            stall: 0,
+            unacked: VecDeque::new(),
+            recent: VecDeque::new(),
+            view: None,
+            pred: None,
+            stats: ClientStats::default(),
+            events: Vec::new(),
+            inbox: Vec::new(),
+        }
+    }
+
+    pub fn is_joined(&self) -> bool {
+        self.phase == Phase::Joined && self.view.is_some()
+    }
+
+    /// The menu's "Disconnect": close the connection, exactly as a dropped one would.
+    pub fn disconnect(&mut self) {
+        self.net.disconnect(0);
+        let mut sink = Vec::new();
+        self.net.poll(&mut sink);
+        self.phase = Phase::Closed;
+    }
+
+    /// The lead the client aims for: latency plus margin, plus what lateness taught it.
+    pub fn target_lead(&self) -> i64 {
+        let rtt_ticks = self.net.stats(0).rtt_ms as f64 * TICK_RATE as f64 / 1000.0;
+        let t = (rtt_ticks + 2.0 + self.late_bonus).ceil() as i64;
+        t.clamp(INPUT_LEAD_MIN + 1, INPUT_LEAD_MAX - 2).max(INPUT_TARGET_LEAD)
+    }
+
+    pub fn lead(&self) -> i64 {
+        self.input_tick as i64 - self.est.floor() as i64
+    }
+
+    /// For tests: pretend the client's clock jumped `ticks` ahead (or behind).
+    pub fn inject_drift(&mut self, ticks: i64) {
+        self.input_tick = (self.input_tick as i64 + ticks).max(0) as u32;
+    }
+
+    /// For tests: shift the server-tick estimate and the input numbering together, so the
+    /// lead looks normal while every input lands outside the server's window.
+    pub fn inject_clock_error(&mut self, ticks: i64) {
+        self.est += ticks as f64;
+        self.input_tick = (self.input_tick as i64 + ticks).max(0) as u32;
+    }
+
+    fn resync(&mut self, stall: bool) {
+        self.stats.resyncs += 1;
+        if stall {
+            self.stats.stall_resyncs += 1;
+        }
+        if let Some(s) = self.view.as_ref().and_then(|v| v.latest()) {
+            self.est = s.tick as f64;
+        }
+        let mut t = self.est.floor() as i64 + self.target_lead();
+        if let Some(a) = self.last_acked {
+            t = t.max(a as i64 + 1);
+        }
+        self.input_tick = t.max(0) as u32;
+        self.stall = 0;
+    }
+
+    /// One client tick (60 Hz): network in, then this tick's input out and predicted.
+    pub fn update(&mut self, now_ms: f64, input: InputSample) {
+        let started = *self.started_ms.get_or_insert(now_ms);
+        self.pump();
+        if self.phase == Phase::Connecting && now_ms - started > JOIN_TIMEOUT_MS {
+            self.phase = Phase::Failed("no answer from the server within 8 seconds: check the address and port".into());
+            self.net.disconnect(0);
+        }
+        if !self.is_joined() {
+            return;
+        }
+        self.est += 1.0;
+        let lead = self.lead();
+        if !(INPUT_LEAD_MIN..=INPUT_LEAD_MAX).contains(&lead) {
+            self.resync(false);
+        }
+        let target = self.target_lead();
+        let lead = self.lead();
+        let step = if lead > target + 2 {
+            0
+        } else if lead < target - 1 {
+            2
+        } else {
+            1
+        };
+        self.input_tick += step;
+        // Frames are never renumbered: a tick already sent stays what it was.
+        if self.last_sent.is_some_and(|l| self.input_tick <= l) {
+            self.send_input();
+        } else {
+            let frame = InputFrame { tick: self.input_tick, mv: input.mv, aim: input.aim, buttons: input.buttons };
+            // What the server will apply is the quantized frame: predict with exactly that.
+            let frame = WireInput::from_frame(&frame).to_frame(frame.tick);
+            let prev = self.last_sent;
+            let held = self.recent.back().map_or(Vec2::ZERO, |f| f.mv);
+            self.unacked.push_back(frame);
+            self.recent.push_back(frame);
+            while self.recent.len() > INPUT_REDUNDANCY {
+                self.recent.pop_front();
+            }
+            self.last_sent = Some(frame.tick);
+            self.send_input();
+            // Predict: the server coasts on the previous frame through any skipped tick.
+            if let (Some(p), Some(v)) = (self.pred, &self.view) {
+                let arena = v.arena;
+                let mut pos = p;
+                if self.own_can_move() {
+                    if let Some(prev) = prev {
+                        for _ in prev + 1..frame.tick {
+                            pos = step_player(pos, held, arena);
+                        }
+                    }
+                    pos = step_player(pos, frame.mv, arena);
+                }
+                self.pred = Some(pos);
+            }
+        }
+        self.step_replica();
+    }
+
+    fn own_can_move(&self) -> bool {
+        let (Some(v), Some(id)) = (&self.view, self.player_id) else { return false };
+        v.latest().and_then(|s| s.players.iter().find(|p| p.id == id)).is_none_or(|p| p.flags & F_DEAD == 0)
+    }
+
+    fn send_input(&mut self) {
+        let Some(newest) = self.recent.back().map(|f| f.tick) else { return };
+        // Newest first, consecutive ticks only (a gap ends the redundancy).
+        let mut frames = Vec::new();
+        for (k, f) in self.recent.iter().rev().enumerate() {
+            if f.tick != newest.wrapping_sub(k as u32) {
+                break;
+            }
+            frames.push(WireInput::from_frame(f));
+        }
+        let msg = ClientMsg::Input { newest_tick: newest, frames };
+        self.net.send(0, CH_INPUT, &msg.encode());
+        self.stats.inputs_sent += 1;
+    }
+
+    fn step_replica(&mut self) {
+        let one_way = self.net.stats(0).rtt_ms as f64 * TICK_RATE as f64 / 2000.0;
+        let Some(v) = &mut self.view else { return };
+        let desired = self.est + one_way;
+        let r = v.replica.tick as f64;
+        let steps = if r < desired - 2.0 {
+            2
+        } else if r > desired + 2.0 {
+            0
+        } else {
+            1
+        };
+        for _ in 0..steps {
+            v.replica.step();
+        }
+    }
+
+    /// Reads everything that arrived.
+    pub fn pump(&mut self) {
+        let mut inbox = std::mem::take(&mut self.inbox);
+        self.net.poll(&mut inbox);
+        for ev in inbox.drain(..) {
+            match ev {
+                NetEvent::Connected(_) => {
+                    let hello = ClientMsg::Hello { version: PROTOCOL_VERSION, content_digest: self.digest, name: self.name.clone() };
+                    self.net.send(0, CH_CONTROL, &hello.encode());
+                }
+                NetEvent::Disconnected(_) => {
+                    if matches!(self.phase, Phase::Connecting | Phase::Joined) {
+                        self.phase = Phase::Failed(if self.player_id.is_some() {
+                            "connection lost".into()
+                        } else {
+                            "the server closed the connection".into()
+                        });
+                    }
+                }
+                NetEvent::Packet { data, .. } => match ServerMsg::decode(&data) {
+                    Ok(m) => self.on_message(m),
+                    Err(_) => self.stats.malformed += 1,
+                },
+            }
+        }
+        self.inbox = inbox;
+    }
+
+    fn on_message(&mut self, m: ServerMsg) {
+        match m {
+            ServerMsg::Welcome { player_id, tick, .. } => {
+                self.player_id = Some(player_id);
+                self.phase = Phase::Joined;
+                self.est = tick as f64;
+                self.input_tick = tick + self.target_lead() as u32;
+            }
+            ServerMsg::Reject(why) => {
+                self.phase = Phase::Failed(why.to_string());
+                self.net.disconnect(0);
+            }
+            ServerMsg::Stats { inputs_dropped, ticks_coasted } => {
+                self.stats.server_inputs_dropped = inputs_dropped;
+                self.stats.server_ticks_coasted = ticks_coasted;
+            }
+            ServerMsg::Enter { instance, tick, dungeon, arena } => {
+                let arena = Vec2::new(arena.0 as f32, arena.1 as f32);
+                self.view = Some(View {
+                    instance,
+                    dungeon: dungeon.clone(),
+                    arena,
+                    replica: Replica::new(arena, tick),
+                    roster: Vec::new(),
+                    snaps: VecDeque::new(),
+                    cleared: false,
+                });
+                self.pred = None;
+                self.events.push(ClientEvent::Entered { dungeon });
+            }
+            ServerMsg::Roster { instance, players } => {
+                if let Some(v) = self.view.as_mut().filter(|v| v.instance == instance) {
+                    v.roster = players;
+                }
+            }
+            ServerMsg::Events { instance, events, .. } => {
+                let Some(v) = self.view.as_mut().filter(|v| v.instance == instance) else { return };
+                for e in &events {
+                    v.replica.apply(e);
+                    match e {
+                        WireEvent::Hit { target, .. } => self.events.push(ClientEvent::Hit { target: *target }),
+                        WireEvent::Death { target } => self.events.push(ClientEvent::Death { target: *target }),
+                        WireEvent::Phase { phase } => self.events.push(ClientEvent::Phase { phase: *phase }),
+                        WireEvent::Cleared => {
+                            v.cleared = true;
+                            self.events.push(ClientEvent::Cleared)
+                        }
+                        WireEvent::Sfx { name, pos } => self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos }),
+                        WireEvent::Spawn(_) | WireEvent::Despawn { .. } => {}
+                    }
+                }
+            }
+            ServerMsg::Snapshot(s) => self.on_snapshot(s),
+        }
+    }
+
+    fn on_snapshot(&mut self, s: Snapshot) {
+        let Some(v) = self.view.as_mut() else { return };
+        if s.instance != v.instance || v.latest().is_some_and(|l| s.tick <= l.tick) {
+            return;
+        }
+        self.stats.snapshots += 1;
+        // Clock: follow the snapshot stream gently, jump when far off.
+        let err = s.tick as f64 - self.est;
+        if err.abs() > 10.0 {
+            self.est = s.tick as f64;
+        } else {
+            self.est += err * 0.1;
+        }
+        let arena = v.arena;
+        let own = self.player_id.and_then(|id| s.players.iter().find(|p| p.id == id).copied());
+        let ack = s.last_input_tick;
+        let tick = s.tick;
+        v.snaps.push_back(s);
+        while v.snaps.len() > 4 {
+            v.snaps.pop_front();
+        }
+        // Ack-stall detector and lateness.
+        match ack {
+            Some(l) if Some(l) != self.last_acked => {
+                self.stall = 0;
+                self.last_acked = Some(l);
+                if l < tick {
+                    self.late_bonus = (self.late_bonus + (tick - l) as f64).min(12.0);
+                } else {
+                    self.late_bonus = (self.late_bonus - 0.02).max(0.0);
+                }
+            }
+            _ if self.last_sent.is_some() => self.stall += 1,
+            _ => {}
+        }
+        if let Some(l) = ack {
+            while self.unacked.front().is_some_and(|f| f.tick <= l) {
+                self.unacked.pop_front();
+            }
+        }
+        if self.stall >= INPUT_ACK_STALL_LIMIT {
+            self.resync(true);
+        }
+        let Some(own) = own else { return };
+        // Reconcile: the server's position, then every unacknowledged frame replayed
+        // through the same movement function (coasting over any gap, as the server does).
+        let mut pos = own.pos;
+        if own.flags & F_DEAD == 0 {
+            let mut held = self.unacked.front().map_or(Vec2::ZERO, |f| f.mv);
+            let mut t = ack.unwrap_or(tick);
+            for f in &self.unacked {
+                while t + 1 < f.tick {
+                    pos = step_player(pos, held, arena);
+                    t += 1;
+                }
+                pos = step_player(pos, f.mv, arena);
+                held = f.mv;
+                t = f.tick;
+            }
+        }
+        match self.pred {
+            None => self.pred = Some(pos),
+            Some(p) => {
+                let e = p.distance(pos);
+                self.stats.pred_err_sum += e as f64;
+                self.stats.pred_err_n += 1;
+                self.stats.pred_err_max = self.stats.pred_err_max.max(e);
+                self.stats.pred_err_recent = self.stats.pred_err_recent * 0.9 + e * 0.1;
+                if e > SNAP_DISTANCE {
+                    self.stats.snaps_over_threshold += 1;
+                    self.pred = Some(pos);
+                } else {
+                    self.pred = Some(p.lerp(pos, BLEND));
+                }
+            }
+        }
+    }
+
+    /// Remote players, enemies and the boss, interpolated between the two snapshots that
+    /// bracket `est - INTERP_DELAY_TICKS`.
+    pub fn interpolated(&self) -> Option<Snapshot> {
+        let v = self.view.as_ref()?;
+        let render = self.est - INTERP_DELAY_TICKS;
+        let b_idx = v.snaps.iter().position(|s| s.tick as f64 >= render).unwrap_or(v.snaps.len().saturating_sub(1));
+        let b = v.snaps.get(b_idx)?;
+        let Some(a) = b_idx.checked_sub(1).and_then(|i| v.snaps.get(i)) else { return Some(b.clone()) };
+        let t = ((render - a.tick as f64) / (b.tick as f64 - a.tick as f64).max(1.0)).clamp(0.0, 1.0) as f32;
+        let mut out = b.clone();
+        for p in &mut out.players {
+            if let Some(pa) = a.players.iter().find(|q| q.id == p.id) {
+                p.pos = pa.pos.lerp(p.pos, t);
+            }
+        }
+        for e in &mut out.enemies {
+            if let Some(ea) = a.enemies.iter().find(|q| q.id == e.id) {
+                e.pos = ea.pos.lerp(e.pos, t);
+            }
+        }
+        if let (Some(bb), Some(ba)) = (&mut out.boss, &a.boss) {
+            bb.pos = ba.pos.lerp(bb.pos, t);
+        }
+        Some(out)
+    }
+
+    /// The local player as the last snapshot saw it.
+    pub fn own_state(&self) -> Option<SnapPlayer> {
+        let id = self.player_id?;
+        self.view.as_ref()?.latest()?.players.iter().find(|p| p.id == id).copied()
+    }
+}

@@ -1,0 +1,65 @@
+//! Host and play: the server runs on its own thread in this process, listening on ENet for
+//! friends and on an in-process pipe for the host, who is just another peer.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+
+use super::dedicated::run_loop;
+use super::{Server, ServerConfig};
+use crate::content::Content;
+use crate::net::{EnetTransport, LocalListener, Multi, Transport};
+
+pub struct ListenServer {
+    /// Where friends connect.
+    pub addr: SocketAddr,
+    /// How the host's own client connects.
+    pub local: LocalListener,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ListenServer {
+    pub fn start(content: Content, bind: SocketAddr, config: ServerConfig) -> anyhow::Result<ListenServer> {
+        let local = LocalListener::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let (l2, s2) = (local.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("hailfire-server".into())
+            .spawn(move || {
+                // The ENet host is not Send: it is made on the thread that runs it.
+                let enet = match EnetTransport::listen(bind, config.max_players) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = tx.send(enet.local_addr());
+                let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
+                let mut server = Server::new(&content, Multi::new(parts), config);
+                run_loop(&mut server, &s2, None);
+                server.shutdown();
+            })
+            .context("starting the server thread")?;
+        let addr = rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
+        Ok(ListenServer { addr, local, stop, thread: Some(thread) })
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ListenServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

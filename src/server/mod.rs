@@ -1,0 +1,371 @@
+//! The authoritative server: owns the world, audits input, and replicates. One process
+//! hosts the hub and every dungeon; each peer hears only about the instance it is in.
+//! It never knows whether a peer is across the internet or in the same process.
+
+pub mod dedicated;
+pub mod listen;
+pub mod replicate;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tracing::{info, warn};
+
+use crate::content::Content;
+use crate::net::{NetEvent, PeerId, Transport};
+use crate::protocol::messages::MAX_NAME;
+use crate::protocol::*;
+use crate::sim::{InputDrop, InstanceId, PlayerId, SimEvent, World, TICK_RATE};
+
+/// A peer that has not said Hello within this many ticks is dropped.
+pub const HANDSHAKE_TIMEOUT_TICKS: u32 = 5 * TICK_RATE;
+/// Malformed packets tolerated from one peer before it is disconnected.
+pub const MAX_MALFORMED: u32 = 64;
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub max_players: usize,
+    pub seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { max_players: 16, seed: 0x4861_696c }
+    }
+}
+
+#[derive(Debug)]
+enum PeerState {
+    Handshake { since: u32 },
+    Playing { player: PlayerId },
+}
+
+#[derive(Debug)]
+struct Peer {
+    state: PeerState,
+    name: String,
+    /// The instance this peer was last told it is in.
+    instance: Option<InstanceId>,
+    malformed: u32,
+    inputs_dropped: u32,
+}
+
+/// Counters a host or a test can read.
+#[derive(Clone, Debug, Default)]
+pub struct ServerStats {
+    pub malformed: u64,
+    pub inputs_dropped: u64,
+    pub rejected: u64,
+}
+
+pub struct Server<T: Transport> {
+    pub world: World,
+    pub net: T,
+    pub config: ServerConfig,
+    pub stats: ServerStats,
+    digest: u64,
+    enemy_index: BTreeMap<String, u16>,
+    boss_index: BTreeMap<String, u16>,
+    peers: BTreeMap<PeerId, Peer>,
+    next_player: PlayerId,
+    events_in: Vec<NetEvent>,
+}
+
+impl<T: Transport> Server<T> {
+    pub fn new(content: &Content, net: T, config: ServerConfig) -> Self {
+        let world = World::new(content.defs.clone(), content.script_factory(), config.seed);
+        let enemy_index = content.defs.enemies.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
+        let boss_index = content.defs.bosses.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
+        Server {
+            world,
+            net,
+            config,
+            stats: ServerStats::default(),
+            digest: content.digest(),
+            enemy_index,
+            boss_index,
+            peers: BTreeMap::new(),
+            next_player: 1,
+            events_in: Vec::new(),
+        }
+    }
+
+    /// Players with a live connection (linkdead bodies are not counted).
+    pub fn connected_players(&self) -> usize {
+        self.peers.values().filter(|p| matches!(p.state, PeerState::Playing { .. })).count()
+    }
+
+    pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
+        self.peers.iter().find(|(_, p)| matches!(p.state, PeerState::Playing { player: q } if q == player)).map(|(id, _)| *id)
+    }
+
+    fn send(&mut self, peer: PeerId, channel: u8, msg: &ServerMsg) {
+        self.net.send(peer, channel, &msg.encode());
+    }
+
+    fn reject(&mut self, peer: PeerId, why: RejectReason) {
+        info!(peer, reason = %why, "rejecting peer");
+        self.stats.rejected += 1;
+        self.send(peer, CH_CONTROL, &ServerMsg::Reject(why));
+        self.net.disconnect(peer);
+        self.peers.remove(&peer);
+    }
+
+    fn malformed(&mut self, peer: PeerId, what: &str) {
+        self.stats.malformed += 1;
+        let Some(p) = self.peers.get_mut(&peer) else { return };
+        p.malformed += 1;
+        if p.malformed == 1 || p.malformed.is_power_of_two() {
+            warn!(peer, count = p.malformed, "malformed packet: {what}");
+        }
+        if p.malformed > MAX_MALFORMED {
+            self.drop_peer(peer, Some(RejectReason::TooManyMalformed));
+        }
+    }
+
+    /// Every way a connection ends goes through here: the body stays, linkdead.
+    fn drop_peer(&mut self, peer: PeerId, why: Option<RejectReason>) {
+        if let Some(why) = why {
+            self.send(peer, CH_CONTROL, &ServerMsg::Reject(why));
+            self.net.disconnect(peer);
+        }
+        if let Some(p) = self.peers.remove(&peer) {
+            if let PeerState::Playing { player } = p.state {
+                let inst = self.world.instance_of(player);
+                self.world.mark_linkdead(player);
+                info!(peer, player, name = %p.name, instance = ?inst, "connection closed: body is linkdead and channelling out");
+            }
+        }
+    }
+
+    fn on_packet(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
+        let Some(p) = self.peers.get(&peer) else { return };
+        match (&p.state, channel) {
+            (PeerState::Handshake { .. }, CH_CONTROL) => self.on_hello(peer, data),
+            (PeerState::Playing { player }, CH_INPUT) => {
+                let player = *player;
+                match ClientMsg::decode(data) {
+                    Ok(ClientMsg::Input { newest_tick, frames }) => {
+                        for (k, f) in frames.iter().enumerate() {
+                            let tick = newest_tick.wrapping_sub(k as u32);
+                            match self.world.queue_input(player, f.to_frame(tick)) {
+                                Ok(()) | Err(InputDrop::Duplicate) | Err(InputDrop::Replay) => {}
+                                Err(_) => {
+                                    self.stats.inputs_dropped += 1;
+                                    if let Some(p) = self.peers.get_mut(&peer) {
+                                        p.inputs_dropped += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Ok(_) => self.malformed(peer, "not an input message on the input channel"),
+                    Err(e) => self.malformed(peer, &e.to_string()),
+                }
+            }
+            _ => self.malformed(peer, "message on the wrong channel or at the wrong time"),
+        }
+    }
+
+    fn on_hello(&mut self, peer: PeerId, data: &[u8]) {
+        match ClientMsg::hello_version(data) {
+            Some(v) if v == PROTOCOL_VERSION => {}
+            Some(v) => return self.reject(peer, RejectReason::VersionMismatch { server: PROTOCOL_VERSION, client: v }),
+            None => return self.reject(peer, RejectReason::BadHello),
+        }
+        let Ok(ClientMsg::Hello { content_digest, name, .. }) = ClientMsg::decode(data) else {
+            return self.reject(peer, RejectReason::BadHello);
+        };
+        if content_digest != self.digest {
+            return self.reject(peer, RejectReason::ContentMismatch);
+        }
+        if self.world.player_count() >= self.config.max_players {
+            return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
+        }
+        let player = self.next_player;
+        self.next_player += 1;
+        let name: String = name.chars().take(MAX_NAME).collect();
+        self.world.add_player(player, &name);
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.state = PeerState::Playing { player };
+            p.name = name.clone();
+        }
+        info!(peer, player, name = %name, players = self.world.player_count(), "player joined");
+        let tick = self.world.tick;
+        self.send(peer, CH_CONTROL, &ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: player, tick, tick_rate: TICK_RATE as u8 });
+    }
+
+    /// One 60 Hz server tick: network in, simulate, network out.
+    pub fn tick(&mut self) {
+        let mut events = std::mem::take(&mut self.events_in);
+        self.net.poll(&mut events);
+        for ev in events.drain(..) {
+            match ev {
+                NetEvent::Connected(peer) => {
+                    let since = self.world.tick;
+                    self.peers.insert(
+                        peer,
+                        Peer { state: PeerState::Handshake { since }, name: String::new(), instance: None, malformed: 0, inputs_dropped: 0 },
+                    );
+                }
+                NetEvent::Disconnected(peer) => self.drop_peer(peer, None),
+                NetEvent::Packet { peer, channel, data } => self.on_packet(peer, channel, &data),
+            }
+        }
+        self.events_in = events;
+        let now = self.world.tick;
+        let stale: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PeerState::Handshake { since } if now.saturating_sub(since) > HANDSHAKE_TIMEOUT_TICKS))
+            .map(|(id, _)| *id)
+            .collect();
+        for peer in stale {
+            self.reject(peer, RejectReason::BadHello);
+        }
+        let sim_events = self.world.step().to_vec();
+        self.log_events(&sim_events);
+        self.replicate(&sim_events);
+    }
+
+    fn log_events(&self, events: &[SimEvent]) {
+        for e in events {
+            match e {
+                SimEvent::Transfer { player, from, to, reason } => {
+                    info!(player, ?from, to, ?reason, "transfer")
+                }
+                SimEvent::PlayerRemoved { player, instance } => {
+                    info!(player, instance, "linkdead body resolved: player removed from the world")
+                }
+                SimEvent::InstanceOpened { instance, dungeon } => info!(instance, dungeon = %dungeon, "instance opened"),
+                SimEvent::InstanceClosed { instance } => info!(instance, "instance closed"),
+                SimEvent::InstanceCleared { instance } => info!(instance, "dungeon cleared"),
+                SimEvent::ScriptError { instance, message } => warn!(instance, "script error: {message}"),
+                SimEvent::ScriptLog { instance, message } => info!(instance, "script: {message}"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Peers currently placed in each instance.
+    fn peers_by_instance(&self) -> BTreeMap<InstanceId, Vec<PeerId>> {
+        let mut m: BTreeMap<InstanceId, Vec<PeerId>> = BTreeMap::new();
+        for (id, p) in &self.peers {
+            if let PeerState::Playing { player } = p.state {
+                if let Some(i) = self.world.instance_of(player) {
+                    m.entry(i).or_default().push(*id);
+                }
+            }
+        }
+        m
+    }
+
+    fn replicate(&mut self, events: &[SimEvent]) {
+        let tick = self.world.tick;
+        let batches = replicate::batches(events);
+        let mut roster_changed: BTreeSet<InstanceId> = BTreeSet::new();
+        for e in events {
+            match e {
+                SimEvent::Transfer { from, to, .. } => {
+                    roster_changed.insert(*to);
+                    if let Some(f) = from {
+                        roster_changed.insert(*f);
+                    }
+                }
+                SimEvent::PlayerRemoved { instance, .. } => {
+                    roster_changed.insert(*instance);
+                }
+                _ => {}
+            }
+        }
+        let encoded: BTreeMap<InstanceId, Vec<u8>> = batches
+            .into_iter()
+            .filter(|(_, evs)| !evs.is_empty())
+            .map(|(i, events)| (i, ServerMsg::Events { instance: i, tick, events }.encode()))
+            .collect();
+        let placement = self.peers_by_instance();
+        for (inst, peers) in &placement {
+            for &peer in peers {
+                let told = self.peers.get(&peer).and_then(|p| p.instance);
+                if told != Some(*inst) {
+                    self.enter(peer, *inst);
+                    roster_changed.insert(*inst);
+                } else if let Some(bytes) = encoded.get(inst) {
+                    self.net.send(peer, CH_EVENTS, bytes);
+                }
+            }
+        }
+        for inst in roster_changed {
+            if let Some(peers) = placement.get(&inst) {
+                let msg = self.roster(inst).encode();
+                for &peer in peers {
+                    self.net.send(peer, CH_EVENTS, &msg);
+                }
+            }
+        }
+        if tick.is_multiple_of(SNAPSHOT_EVERY_TICKS) {
+            for (inst, peers) in &placement {
+                let Some(base) = replicate::snapshot(&self.world, *inst, &self.enemy_index, &self.boss_index) else { continue };
+                for &peer in peers {
+                    let mut s = base.clone();
+                    let player = match self.peers.get(&peer).map(|p| &p.state) {
+                        Some(PeerState::Playing { player }) => *player,
+                        _ => continue,
+                    };
+                    s.last_input_tick = self.world.player(player).and_then(|p| p.last_input_tick);
+                    self.send(peer, CH_SNAPSHOT, &ServerMsg::Snapshot(s));
+                }
+            }
+        }
+        if tick.is_multiple_of(TICK_RATE) {
+            let ids: Vec<PeerId> = self.peers.keys().copied().collect();
+            for peer in ids {
+                let p = &self.peers[&peer];
+                if let PeerState::Playing { player } = p.state {
+                    let coasted = self.world.player(player).map_or(0, |pl| pl.coasted);
+                    let msg = ServerMsg::Stats { inputs_dropped: p.inputs_dropped, ticks_coasted: coasted };
+                    self.send(peer, CH_CONTROL, &msg);
+                }
+            }
+        }
+    }
+
+    fn roster(&self, inst: InstanceId) -> ServerMsg {
+        let players = self.world.instances.get(&inst).map_or(Vec::new(), |i| i.players.iter().map(|p| (p.id, p.name.clone())).collect());
+        ServerMsg::Roster { instance: inst, players }
+    }
+
+    /// Tells a peer it is now in `inst`, then sends every bullet already in flight there.
+    fn enter(&mut self, peer: PeerId, inst: InstanceId) {
+        let Some(i) = self.world.instances.get(&inst) else { return };
+        let tick = self.world.tick;
+        let enter = ServerMsg::Enter {
+            instance: inst,
+            tick,
+            dungeon: i.dungeon().unwrap_or("").to_string(),
+            arena: (i.arena.x as u16, i.arena.y as u16),
+        };
+        let dumps: Vec<Vec<u8>> = i
+            .bullets
+            .origin
+            .chunks(2000)
+            .map(|c| ServerMsg::Events { instance: inst, tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }.encode())
+            .collect();
+        self.send(peer, CH_EVENTS, &enter);
+        for d in dumps {
+            self.net.send(peer, CH_EVENTS, &d);
+        }
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.instance = Some(inst);
+        }
+    }
+
+    /// Ends every connection (server shutdown). Bodies go linkdead like any other drop.
+    pub fn shutdown(&mut self) {
+        let ids: Vec<PeerId> = self.peers.keys().copied().collect();
+        for peer in ids {
+            self.drop_peer(peer, Some(RejectReason::Kicked { reason: "the server is shutting down".into() }));
+        }
+        let mut sink = Vec::new();
+        self.net.poll(&mut sink);
+    }
+}

@@ -1,0 +1,99 @@
+//! Turns simulation events and state into wire messages. The only place that decides what
+//! a client may learn: server-only events (transfers, instance open/close, removals) have
+//! no `WireEvent` and fall through here untranslated.
+
+use std::collections::BTreeMap;
+
+use crate::protocol::messages::*;
+use crate::sim::events::Target;
+use crate::sim::{InstanceId, SimEvent, World, SPAWN_GRACE_TICKS};
+
+fn target(t: Target) -> WireTarget {
+    match t {
+        Target::Player(id) => WireTarget::Player(id),
+        Target::Enemy(id) => WireTarget::Enemy(id),
+        Target::Boss => WireTarget::Boss,
+    }
+}
+
+/// The wire events of one step, per instance, in the order they happened.
+pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
+    let mut out: BTreeMap<InstanceId, Vec<WireEvent>> = BTreeMap::new();
+    // A bullet despawn is a hit when the same step reports damage right after it.
+    let mut i = 0;
+    while i < events.len() {
+        let (inst, ev) = match &events[i] {
+            SimEvent::BulletSpawned { instance, spawn } => (*instance, WireEvent::Spawn(*spawn)),
+            SimEvent::BulletDespawned { instance, uid } => match events.get(i + 1) {
+                Some(SimEvent::Damage { target: t, .. }) => {
+                    i += 1;
+                    (*instance, WireEvent::Hit { uid: *uid, target: target(*t) })
+                }
+                _ => (*instance, WireEvent::Despawn { uid: *uid }),
+            },
+            SimEvent::Death { instance, target: t } => (*instance, WireEvent::Death { target: target(*t) }),
+            SimEvent::PhaseChanged { instance, phase, .. } => (*instance, WireEvent::Phase { phase: *phase }),
+            SimEvent::InstanceCleared { instance } => (*instance, WireEvent::Cleared),
+            SimEvent::Sfx { instance, name, pos } => (*instance, WireEvent::Sfx { name: name.clone(), pos: *pos }),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.entry(inst).or_default().push(ev);
+        i += 1;
+    }
+    out
+}
+
+/// The shared part of an instance's snapshot (the per-peer ack is filled in by the caller).
+pub fn snapshot(
+    world: &World,
+    inst: InstanceId,
+    enemy_index: &BTreeMap<String, u16>,
+    boss_index: &BTreeMap<String, u16>,
+) -> Option<Snapshot> {
+    let i = world.instances.get(&inst)?;
+    let players = i
+        .players
+        .iter()
+        .map(|p| {
+            let mut flags = 0;
+            if p.grace > 0 {
+                flags |= F_SPAWN_GRACE;
+            }
+            if p.dead {
+                flags |= F_DEAD;
+            }
+            if p.escape > 0 {
+                flags |= F_CHANNELLING;
+            }
+            if p.linkdead {
+                flags |= F_LINKDEAD;
+            }
+            debug_assert!(p.grace <= SPAWN_GRACE_TICKS);
+            SnapPlayer {
+                id: p.id,
+                pos: p.pos,
+                hp: p.hp.clamp(0, 255) as u8,
+                flags,
+                escape: p.escape.min(255) as u8,
+                aim: ((p.aim.rem_euclid(360.0) / 360.0 * 256.0) as u32 % 256) as u8,
+            }
+        })
+        .collect();
+    let enemies = i
+        .enemies
+        .iter()
+        .take(MAX_SNAPSHOT_ENEMIES)
+        .map(|e| SnapEnemy { id: e.id, def: enemy_index.get(&e.def).copied().unwrap_or(0), pos: e.pos, hp: e.hp.max(0) as u32 })
+        .collect();
+    let boss = i.boss.as_ref().map(|b| SnapBoss {
+        def: boss_index.get(&b.def).copied().unwrap_or(0),
+        pos: b.pos,
+        hp: b.hp.max(0) as u32,
+        max_hp: b.max_hp.max(0) as u32,
+        phase: b.phase as u8,
+    });
+    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, players, enemies, boss })
+}
