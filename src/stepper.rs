@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::client::{Client, InputSample};
 use crate::content::Content;
-use crate::net::{conditioner::Clock, Conditioner, LinkProfile, LocalListener, Transport};
+use crate::net::conditioner::{Clock, SharedProfile};
+use crate::net::{Conditioner, LinkProfile, LocalListener, Transport};
 use crate::server::{Server, ServerConfig};
 use crate::sim::TICK_RATE;
 
@@ -49,6 +50,14 @@ impl Stepper {
         };
         self.clients.push(Client::new(net, name, self.content.digest()));
         self.clients.len() - 1
+    }
+
+    /// Adds a client whose link can be changed while it runs (to cut it, say).
+    pub fn add_client_with_handle(&mut self, name: &str, link: LinkProfile) -> (usize, SharedProfile) {
+        let c = Conditioner::new(self.listener.connect(), link, self.clock(), 99 + self.clients.len() as u64);
+        let handle = c.profile_handle();
+        self.clients.push(Client::new(Box::new(c), name, self.content.digest()));
+        (self.clients.len() - 1, handle)
     }
 
     /// One tick: every client samples and sends first, then the server ticks (the order a

@@ -134,7 +134,6 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
     let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
     let mut next = start;
     let mut left = vec![false; bots.len()];
-    let mut peak_recent = vec![0f32; bots.len()];
     while start.elapsed().as_secs_f64() < opts.seconds {
         let now = start.elapsed().as_secs_f64() * 1000.0;
         for (i, (c, brain)) in bots.iter_mut().enumerate() {
@@ -148,7 +147,6 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
             }
             let input = brain.think(c, defs);
             c.update(now, input);
-            peak_recent[i] = peak_recent[i].max(c.stats.pred_err_recent);
         }
         if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
             break;
@@ -162,6 +160,12 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
         }
     }
     let secs = start.elapsed().as_secs_f64().max(1e-3);
+    // Leaving at the end goes through the same path as the menu's "Disconnect".
+    for (i, (c, _)) in bots.iter_mut().enumerate() {
+        if !left[i] && c.is_joined() {
+            c.disconnect();
+        }
+    }
     bots.iter_mut()
         .enumerate()
         .map(|(i, (c, brain))| {
@@ -193,7 +197,6 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
                 st.bytes_sent as f64 / secs / 1024.0,
                 st.bytes_received as f64 / secs / 1024.0,
             );
-            let _ = peak_recent;
             BotReport { name: c.name.clone(), player_id: c.player_id, ok: problem.is_none(), problem, line }
         })
         .collect()

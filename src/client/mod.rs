@@ -131,7 +131,11 @@ pub struct Client<T: Transport> {
     pub stats: ClientStats,
     pub events: Vec<ClientEvent>,
     inbox: Vec<NetEvent>,
+    transport_connected: bool,
 }
+
+/// Shown when a server never answers.
+pub const NO_ANSWER: &str = "no answer from the server within 8 seconds: check the address and port";
 
 impl<T: Transport> Client<T> {
     pub fn new(net: T, name: &str, content_digest: u64) -> Self {
@@ -155,6 +159,7 @@ impl<T: Transport> Client<T> {
             stats: ClientStats::default(),
             events: Vec::new(),
             inbox: Vec::new(),
+            transport_connected: false,
         }
     }
 
@@ -214,7 +219,7 @@ impl<T: Transport> Client<T> {
         let started = *self.started_ms.get_or_insert(now_ms);
         self.pump();
         if self.phase == Phase::Connecting && now_ms - started > JOIN_TIMEOUT_MS {
-            self.phase = Phase::Failed("no answer from the server within 8 seconds: check the address and port".into());
+            self.phase = Phase::Failed(NO_ANSWER.into());
             self.net.disconnect(0);
         }
         if !self.is_joined() {
@@ -313,6 +318,7 @@ impl<T: Transport> Client<T> {
         for ev in inbox.drain(..) {
             match ev {
                 NetEvent::Connected(_) => {
+                    self.transport_connected = true;
                     let hello = ClientMsg::Hello { version: PROTOCOL_VERSION, content_digest: self.digest, name: self.name.clone() };
                     self.net.send(0, CH_CONTROL, &hello.encode());
                 }
@@ -320,8 +326,10 @@ impl<T: Transport> Client<T> {
                     if matches!(self.phase, Phase::Connecting | Phase::Joined) {
                         self.phase = Phase::Failed(if self.player_id.is_some() {
                             "connection lost".into()
+                        } else if self.transport_connected {
+                            "the server closed the connection before we could join".into()
                         } else {
-                            "the server closed the connection".into()
+                            NO_ANSWER.into()
                         });
                     }
                 }

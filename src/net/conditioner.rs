@@ -19,12 +19,16 @@ pub struct LinkProfile {
     pub loss: f32,
     /// Probability an unreliable packet arrives twice.
     pub duplicate: f32,
+    /// Everything this side sends is lost (a dead uplink), while it still receives.
+    pub outgoing_blackout: bool,
 }
 
 impl LinkProfile {
-    pub const CLEAN: LinkProfile = LinkProfile { rtt_ms: 0.0, jitter_ms: 0.0, loss: 0.0, duplicate: 0.0 };
+    pub const CLEAN: LinkProfile =
+        LinkProfile { rtt_ms: 0.0, jitter_ms: 0.0, loss: 0.0, duplicate: 0.0, outgoing_blackout: false };
     /// The "bad link" of the test plan: 100 ms RTT, 20 ms jitter, 5 % loss.
-    pub const BAD: LinkProfile = LinkProfile { rtt_ms: 100.0, jitter_ms: 20.0, loss: 0.05, duplicate: 0.01 };
+    pub const BAD: LinkProfile =
+        LinkProfile { rtt_ms: 100.0, jitter_ms: 20.0, loss: 0.05, duplicate: 0.01, outgoing_blackout: false };
 }
 
 /// Milliseconds from some fixed start; tests drive it by hand.
@@ -49,9 +53,12 @@ enum Out {
     Disconnect,
 }
 
+/// A profile that can be changed while the link is in use (tests cut links this way).
+pub type SharedProfile = Arc<std::sync::Mutex<LinkProfile>>;
+
 pub struct Conditioner<T: Transport> {
     inner: T,
-    pub profile: LinkProfile,
+    profile: SharedProfile,
     clock: Clock,
     rng: Rng,
     outgoing: Vec<Held<Out>>,
@@ -72,7 +79,7 @@ impl<T: Transport> Conditioner<T> {
     pub fn new(inner: T, profile: LinkProfile, clock: Clock, seed: u64) -> Self {
         Conditioner {
             inner,
-            profile,
+            profile: Arc::new(std::sync::Mutex::new(profile)),
             clock,
             rng: Rng::new(seed),
             outgoing: Vec::new(),
@@ -90,19 +97,33 @@ impl<T: Transport> Conditioner<T> {
         &self.inner
     }
 
+    /// A handle to change the link's behaviour while it runs.
+    pub fn profile_handle(&self) -> SharedProfile {
+        self.profile.clone()
+    }
+
+    fn profile(&self) -> LinkProfile {
+        *self.profile.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn chance(&mut self, p: f32) -> bool {
         p > 0.0 && (self.rng.next_f64() as f32) < p
     }
 
     /// Due times for one packet: empty when lost, two when duplicated.
     fn schedule(&mut self, dir_in: bool, peer: PeerId, channel: u8, now: f64) -> Vec<f64> {
-        let one_way = self.profile.rtt_ms as f64 / 2.0;
-        let jitter = self.profile.jitter_ms as f64 * (self.rng.next_f64() * 2.0 - 1.0);
+        let profile = self.profile();
+        if !dir_in && profile.outgoing_blackout && channel != CONTROL_KEY {
+            self.dropped += 1;
+            return vec![];
+        }
+        let one_way = profile.rtt_ms as f64 / 2.0;
+        let jitter = profile.jitter_ms as f64 * (self.rng.next_f64() * 2.0 - 1.0);
         let mut due = now + (one_way + jitter).max(0.0);
         let reliable = channel == CONTROL_KEY || delivery(channel) == Delivery::Reliable;
         if reliable {
-            while self.chance(self.profile.loss) {
-                due += self.profile.rtt_ms.max(1.0) as f64;
+            while self.chance(profile.loss) {
+                due += profile.rtt_ms.max(1.0) as f64;
             }
             // In order: never before the previous reliable packet on this channel.
             let key = (dir_in, peer, channel);
@@ -115,12 +136,12 @@ impl<T: Transport> Conditioner<T> {
             self.last_due.insert(key, due);
             return vec![due];
         }
-        if self.chance(self.profile.loss) {
+        if self.chance(profile.loss) {
             self.dropped += 1;
             return vec![];
         }
-        if self.chance(self.profile.duplicate) {
-            let extra = due + self.profile.jitter_ms as f64 * self.rng.next_f64();
+        if self.chance(profile.duplicate) {
+            let extra = due + profile.jitter_ms as f64 * self.rng.next_f64();
             return vec![due, extra];
         }
         vec![due]
@@ -210,15 +231,16 @@ impl<T: Transport> Transport for Conditioner<T> {
 
     fn disconnect(&mut self, peer: PeerId) {
         let now = (self.clock)();
-        let due = self.schedule(false, peer, CONTROL_KEY, now)[0];
+        let due = self.schedule(false, peer, CONTROL_KEY, now).first().copied().unwrap_or(now);
         self.order += 1;
         self.outgoing.push(Held { due, order: self.order, key: (peer, CONTROL_KEY), seq: 0, item: Out::Disconnect });
     }
 
     fn stats(&self, peer: PeerId) -> LinkStats {
+        let p = self.profile();
         let mut s = self.inner.stats(peer);
-        s.rtt_ms += self.profile.rtt_ms;
-        s.loss = s.loss.max(self.profile.loss);
+        s.rtt_ms += p.rtt_ms;
+        s.loss = s.loss.max(p.loss);
         s
     }
 }

@@ -73,6 +73,9 @@ pub struct Player {
     pub last_input_tick: Option<Tick>,
     /// Ticks that had no fresh input frame once input had started (late or lost input).
     pub coasted: u32,
+    /// Current and longest run of consecutive coasted ticks.
+    pub coast_run: u32,
+    pub max_coast_run: u32,
 }
 
 impl Player {
@@ -94,6 +97,8 @@ impl Player {
             held_at: 0,
             last_input_tick: None,
             coasted: 0,
+            coast_run: 0,
+            max_coast_run: 0,
         }
     }
 
@@ -144,8 +149,11 @@ impl Player {
             self.held = f;
             self.held_at = now;
             self.last_input_tick = Some(f.tick);
+            self.coast_run = 0;
         } else if self.last_input_tick.is_some() && !self.linkdead {
             self.coasted = self.coasted.saturating_add(1);
+            self.coast_run += 1;
+            self.max_coast_run = self.max_coast_run.max(self.coast_run);
         }
         if got.is_none() && now.saturating_sub(self.held_at) > INPUT_MAX_AGE {
             self.held = InputFrame { tick: now, mv: Vec2::ZERO, aim: self.held.aim, buttons: 0 };

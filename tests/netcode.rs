@@ -1,0 +1,486 @@
+//! Netcode tests: replica parity, input lead, drift recovery, input validation through the
+//! server, the listen server over real ENet, version mismatch and joining nothing, and
+//! play under a bad link. The real-process smoke test is in `tests/processes.rs`.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use hailfire::client::bot::{Brain, Plan};
+use hailfire::client::replica::Replica;
+use hailfire::client::{self, Client, InputSample, Phase};
+use hailfire::content::{self, Content, ModRoot};
+use hailfire::net::{EnetTransport, LinkProfile, LocalListener, NetEvent, Transport};
+use hailfire::protocol::messages::*;
+use hailfire::protocol::*;
+use hailfire::server::listen::ListenServer;
+use hailfire::server::{replicate, Server, ServerConfig};
+use hailfire::sim::player::{BTN_ESCAPE, BTN_FIRE};
+use hailfire::sim::{InputFrame, Vec2, World, INPUT_MAX_AGE, INPUT_MAX_LEAD};
+use hailfire::stepper::Stepper;
+
+fn base() -> Content {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    assert!(c.base_loaded());
+    c
+}
+
+// ------------------------------------------------------------------ 1. replica parity
+
+fn parity(through_wire: bool) -> (f32, usize) {
+    let c = base();
+    let mut w = World::new(c.defs.clone(), c.script_factory(), 5);
+    for id in 1..=4 {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let inst = w.instance_of(1).unwrap();
+    let defs = w.defs.clone();
+    let mut ev = Vec::new();
+    let t0 = w.tick;
+    w.instances.get_mut(&inst).unwrap().start_boss(&defs, t0, &mut ev);
+    let arena = w.instances[&inst].arena;
+    let mut replica = Replica::new(arena, w.tick);
+    // Bullets already in flight (none here, but the path is the same as a join).
+    for s in &w.instances[&inst].bullets.origin {
+        replica.apply(&WireEvent::Spawn(*s));
+    }
+    let (mut worst, mut peak) = (0f32, 0usize);
+    for t in 0..900u32 {
+        for id in 1..=4u32 {
+            let a = t as f32 * 0.05 + id as f32;
+            let f = InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos()), aim: -90.0, buttons: BTN_FIRE };
+            let _ = w.queue_input(id, f);
+        }
+        // Keep the fight going: players stay alive and the boss stays in a phase.
+        for p in w.instances.get_mut(&inst).unwrap().players.iter_mut() {
+            p.hp = 100;
+        }
+        let events = w.step().to_vec();
+        replica.step();
+        let mut batch = replicate::batches(&events).remove(&inst).unwrap_or_default();
+        if through_wire {
+            let bytes = ServerMsg::Events { instance: inst, tick: w.tick, events: batch }.encode();
+            match ServerMsg::decode(&bytes).unwrap() {
+                ServerMsg::Events { events, .. } => batch = events,
+                other => panic!("decoded {other:?}"),
+            }
+        }
+        for e in &batch {
+            replica.apply(e);
+        }
+        let server = &w.instances[&inst].bullets;
+        let a: BTreeSet<u32> = server.uid.iter().copied().collect();
+        let b: BTreeSet<u32> = replica.pool.uid.iter().copied().collect();
+        assert_eq!(a, b, "tick {}: the same live uids on both sides", w.tick);
+        for i in 0..server.len() {
+            let j = replica.pool.find(server.uid[i]).unwrap();
+            worst = worst.max(server.pos(i).distance(replica.pool.pos(j)));
+        }
+        peak = peak.max(server.len());
+    }
+    (worst, peak)
+}
+
+#[test]
+fn replica_parity_in_process() {
+    let (worst, peak) = parity(false);
+    assert!(peak > 100, "a real boss fight ({peak} bullets at peak)");
+    assert!(worst <= 0.01, "every live bullet within 0.01 px, worst {worst}");
+}
+
+#[test]
+fn replica_parity_through_the_wire_format() {
+    let (worst, peak) = parity(true);
+    assert!(peak > 100);
+    assert!(worst <= 1.0, "every live bullet within 1 px through the wire, worst {worst}");
+}
+
+// ------------------------------------------------------------------ 2. input lead
+
+#[test]
+fn input_lead_window_is_far_wider_than_the_client_band() {
+    assert!(client::INPUT_LEAD_MIN >= 1);
+    assert!(client::INPUT_LEAD_MIN < client::INPUT_TARGET_LEAD && client::INPUT_TARGET_LEAD < client::INPUT_LEAD_MAX);
+    assert!(
+        (INPUT_MAX_LEAD as i64) >= 2 * client::INPUT_LEAD_MAX,
+        "the server must accept leads far beyond anything the client keeps"
+    );
+    assert!(INPUT_MAX_AGE as i64 > client::INPUT_LEAD_MAX, "late input survives as long as any lead the client keeps");
+}
+
+// ------------------------------------------------------------------ 3. drift recovery
+
+fn wander(i: usize, c: &hailfire::stepper::DynClient, t: u64) -> InputSample {
+    let _ = c;
+    let a = t as f32 * 0.03 + i as f32;
+    InputSample { mv: Vec2::new(a.sin(), a.cos()), aim: 0.0, buttons: 0 }
+}
+
+fn settled(st: &mut Stepper, ticks: u32) {
+    for _ in 0..ticks {
+        let t = st.ticks;
+        st.step(|i, c| wander(i, c, t));
+    }
+}
+
+#[test]
+fn drift_of_14_ticks_recovers() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("drifter", LinkProfile::CLEAN);
+    settled(&mut st, 600);
+    assert!(st.clients[0].is_joined());
+    let before = st.clients[0].stats.pred_err_mean();
+    assert!(before < 0.5, "clean link gap {before}");
+    st.clients[0].inject_drift(14);
+    let mut recovered_at = None;
+    for k in 0..600u32 {
+        let t = st.ticks;
+        st.step(|i, c| wander(i, c, t));
+        let c = &st.clients[0];
+        if k > 30 && recovered_at.is_none() && c.stats.pred_err_recent < 0.5 && (3..=20).contains(&c.lead()) {
+            recovered_at = Some(k);
+        }
+    }
+    let at = recovered_at.expect("the prediction gap never returned to normal after a +14 tick drift");
+    assert!(at < 300, "recovered after {at} ticks");
+}
+
+#[test]
+fn clock_error_that_hides_from_the_lead_still_recovers() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("lost", LinkProfile::CLEAN);
+    settled(&mut st, 300);
+    // Estimate and numbering move together: the lead looks fine, but every input now
+    // claims a tick beyond INPUT_MAX_LEAD.
+    st.clients[0].inject_clock_error(INPUT_MAX_LEAD as i64 + 30);
+    let lead = st.clients[0].lead();
+    assert!((3..=20).contains(&lead), "the lead alone cannot see the problem ({lead})");
+    settled(&mut st, 240);
+    let c = &st.clients[0];
+    assert!(c.stats.resyncs >= 1, "the client re-synced");
+    assert!(c.stats.pred_err_recent < 1.0, "and the gap recovered ({})", c.stats.pred_err_recent);
+    let p = st.server.world.player(c.player_id.unwrap()).unwrap();
+    assert!(p.last_input_tick.unwrap() + 5 >= st.server.world.tick, "inputs are being consumed again");
+}
+
+#[test]
+fn ack_stall_detector_fires_when_inputs_stop_landing() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    let (_, link) = st.add_client_with_handle("cut", LinkProfile::CLEAN);
+    settled(&mut st, 300);
+    // The uplink dies while snapshots keep arriving: the lead looks perfectly normal, only
+    // the acks can tell.
+    link.lock().unwrap().outgoing_blackout = true;
+    for _ in 0..60 {
+        let t = st.ticks;
+        st.step(|i, c| wander(i, c, t));
+        let lead = st.clients[0].lead();
+        assert!((3..=20).contains(&lead), "lead {lead} looks normal throughout");
+    }
+    assert!(st.clients[0].stats.stall_resyncs >= 1, "the ack-stall detector fired");
+    link.lock().unwrap().outgoing_blackout = false;
+    settled(&mut st, 300);
+    let c = &st.clients[0];
+    assert!(c.stats.pred_err_recent < 1.0, "the gap recovered ({})", c.stats.pred_err_recent);
+}
+
+// ------------------------------------------------------------------ 4. input validation via the server
+
+struct Raw {
+    net: hailfire::net::LocalClient,
+    got: Vec<ServerMsg>,
+    closed: bool,
+}
+
+impl Raw {
+    fn new(l: &LocalListener) -> Self {
+        Raw { net: l.connect(), got: Vec::new(), closed: false }
+    }
+    fn send(&mut self, ch: u8, bytes: &[u8]) {
+        self.net.send(0, ch, bytes);
+    }
+    fn pump(&mut self) {
+        let mut ev = Vec::new();
+        self.net.poll(&mut ev);
+        for e in ev {
+            match e {
+                NetEvent::Packet { data, .. } => self.got.push(ServerMsg::decode(&data).expect("server sends valid messages")),
+                NetEvent::Disconnected(_) => self.closed = true,
+                NetEvent::Connected(_) => {}
+            }
+        }
+    }
+}
+
+fn raw_server() -> (Server<hailfire::net::LocalServer>, LocalListener, Content) {
+    let c = base();
+    let l = LocalListener::new();
+    let s = Server::new(&c, l.server(), ServerConfig { max_players: 2, seed: 1 });
+    (s, l, c)
+}
+
+fn hello(c: &Content, version: u16) -> Vec<u8> {
+    ClientMsg::Hello { version, content_digest: c.digest(), name: "raw".into() }.encode()
+}
+
+fn input(tick: u32, buttons: u8) -> Vec<u8> {
+    ClientMsg::Input { newest_tick: tick, frames: vec![WireInput { mx: 100, my: 0, aim: 0, buttons }] }.encode()
+}
+
+#[test]
+fn server_audits_input_per_the_validation_table() {
+    let (mut s, l, c) = raw_server();
+    let mut r = Raw::new(&l);
+    s.tick();
+    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    for _ in 0..100 {
+        s.tick();
+    }
+    r.pump();
+    assert!(r.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
+    let now = s.world.tick;
+    let dropped = |s: &Server<_>| s.stats.inputs_dropped;
+    r.send(CH_INPUT, &input(now - INPUT_MAX_AGE - 5, 0));
+    s.tick();
+    assert_eq!(dropped(&s), 1, "stale input dropped");
+    r.send(CH_INPUT, &input(s.world.tick + INPUT_MAX_LEAD + 5, 0));
+    s.tick();
+    assert_eq!(dropped(&s), 2, "input claiming the future dropped");
+    let t = s.world.tick + 1;
+    r.send(CH_INPUT, &input(t, 0));
+    s.tick();
+    let p = s.world.player(1).unwrap();
+    assert_eq!(p.last_input_tick, Some(t), "a good frame is consumed on its tick");
+    r.send(CH_INPUT, &input(t, 0));
+    s.tick();
+    assert_eq!(s.world.player(1).unwrap().last_input_tick, Some(t), "a replay changes nothing");
+    // A flood: the queue stays capped.
+    let base_t = s.world.tick;
+    for k in 0..500u32 {
+        r.send(CH_INPUT, &input(base_t + 1 + (k % 40), 0));
+    }
+    s.tick();
+    assert!(s.world.player(1).unwrap().queue.len() <= hailfire::sim::INPUT_QUEUE_CAP);
+    // Bytes that cannot express a legal frame are malformed, not obeyed.
+    let mut bad = input(s.world.tick + 1, 0);
+    bad[6] = 127; // move axis beyond 1.00
+    r.send(CH_INPUT, &bad);
+    s.tick();
+    assert_eq!(s.stats.malformed, 1);
+}
+
+#[test]
+fn respawn_lockout_holds_for_a_client_that_ignores_its_ui() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("cheater", LinkProfile::CLEAN);
+    settled(&mut st, 60);
+    let id = st.clients[0].player_id.unwrap();
+    st.server.world.enter_dungeon(id, "warden_keep");
+    settled(&mut st, 200);
+    let inst = st.server.world.instance_of(id).unwrap();
+    st.server.world.player_mut(id).unwrap().hp = 1;
+    // Kill it with a bullet from the simulation itself.
+    let pos = st.server.world.player(id).unwrap().pos;
+    let tick = st.server.world.tick;
+    let shot = hailfire::sim::script::ShotCmd {
+        pos,
+        angle: 0.0,
+        speed: 0.0,
+        radius: 4.0,
+        lifetime: 10,
+        kind: 1,
+        accel: 0.0,
+        turn: 0.0,
+        max_speed: f32::INFINITY,
+        damage: 50,
+    };
+    let mut ev = Vec::new();
+    st.server.world.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &shot, hailfire::sim::Team::Enemy, &mut ev);
+    let mut died_at = None;
+    let mut left_at = None;
+    for k in 0..400u32 {
+        st.step(|_, _| InputSample { mv: Vec2::ZERO, aim: 0.0, buttons: BTN_ESCAPE });
+        let p = st.server.world.player(id).unwrap();
+        if p.dead && died_at.is_none() {
+            died_at = Some(k);
+        }
+        if died_at.is_some() && st.server.world.instance_of(id) == Some(st.server.world.hub) && left_at.is_none() {
+            left_at = Some(k);
+        }
+    }
+    let (d, l) = (died_at.expect("died"), left_at.expect("left eventually"));
+    assert!(l - d >= hailfire::sim::RESPAWN_LOCKOUT_TICKS, "held escape from death, left after {} ticks", l - d);
+}
+
+#[test]
+fn malformed_packets_are_counted_and_never_crash_the_server() {
+    let (mut s, l, c) = raw_server();
+    let mut good = Raw::new(&l);
+    let mut bad = Raw::new(&l);
+    s.tick();
+    good.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    bad.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    s.tick();
+    let mut rng = hailfire::sim::rng::Rng::new(9);
+    for k in 0..2000u32 {
+        let n = (rng.next_u64() % 64) as usize;
+        let junk: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+        bad.send((k % 5) as u8, &junk);
+        if k % 50 == 0 {
+            s.tick();
+        }
+    }
+    for _ in 0..10 {
+        s.tick();
+    }
+    bad.pump();
+    good.pump();
+    assert!(s.stats.malformed > 0);
+    assert!(bad.closed, "a peer that keeps sending garbage is disconnected");
+    assert!(!good.closed, "the others are served on");
+    assert_eq!(s.connected_players(), 1);
+    assert!(s.stats.malformed > hailfire::server::MAX_MALFORMED as u64 - 1);
+}
+
+// ------------------------------------------------------------------ 5. listen server over ENet
+
+fn real_time_loop<T: Transport>(clients: &mut [(Client<T>, Brain)], c: &Content, seconds: f64) {
+    let start = Instant::now();
+    let mut next = start;
+    while start.elapsed().as_secs_f64() < seconds {
+        let now = start.elapsed().as_secs_f64() * 1000.0;
+        for (cl, brain) in clients.iter_mut() {
+            let i = brain.think(cl, &c.defs);
+            cl.update(now, i);
+        }
+        next += Duration::from_millis(16);
+        if let Some(d) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+    }
+}
+
+#[test]
+fn listen_server_host_and_two_remote_clients_see_the_same_world() {
+    let c = base();
+    let mut host = ListenServer::start(c.clone(), "127.0.0.1:0".parse().unwrap(), ServerConfig::default()).unwrap();
+    let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = Vec::new();
+    clients.push((Client::new(Box::new(host.local.connect()), "host", c.digest()), Brain::new(Plan::Hub, "", 1)));
+    for k in 0..2 {
+        let net = EnetTransport::connect(host.addr).unwrap();
+        clients.push((Client::new(Box::new(net), &format!("friend{k}"), c.digest()), Brain::new(Plan::Hub, "", 2 + k)));
+    }
+    real_time_loop(&mut clients, &c, 4.0);
+    let ids: BTreeSet<u32> = clients.iter().map(|(cl, _)| cl.player_id.expect("everyone joined")).collect();
+    assert_eq!(ids.len(), 3);
+    let snaps: Vec<Snapshot> = clients.iter().map(|(cl, _)| cl.view.as_ref().unwrap().latest().unwrap().clone()).collect();
+    for (k, s) in snaps.iter().enumerate() {
+        let seen: BTreeSet<u32> = s.players.iter().map(|p| p.id).collect();
+        assert_eq!(seen, ids, "client {k} sees all three players");
+        let roster = &clients[k].0.view.as_ref().unwrap().roster;
+        assert_eq!(roster.len(), 3, "and knows their names: {roster:?}");
+    }
+    // Same world: where each client's snapshot puts each player agrees (they are a few
+    // ticks apart at most, 4 px a tick).
+    for id in &ids {
+        let pos: Vec<Vec2> = snaps.iter().map(|s| s.players.iter().find(|p| p.id == *id).unwrap().pos).collect();
+        let ticks: Vec<u32> = snaps.iter().map(|s| s.tick).collect();
+        let spread = ticks.iter().max().unwrap() - ticks.iter().min().unwrap();
+        for p in &pos {
+            assert!(p.distance(pos[0]) <= 4.0 * (spread as f32 + 1.0), "player {id}: {pos:?} at ticks {ticks:?}");
+        }
+    }
+    // The host went through the same code path: its own prediction works like anyone's.
+    assert!(clients[0].0.stats.pred_err_mean() < 1.0);
+    host.stop();
+}
+
+// ------------------------------------------------------------------ 6. version mismatch, joining nothing
+
+#[test]
+fn version_mismatch_is_rejected_with_both_versions() {
+    let (mut s, l, c) = raw_server();
+    let mut r = Raw::new(&l);
+    s.tick();
+    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION + 7));
+    s.tick();
+    r.pump();
+    let reason = r.got.iter().find_map(|m| if let ServerMsg::Reject(why) = m { Some(why.clone()) } else { None }).unwrap();
+    assert_eq!(reason, RejectReason::VersionMismatch { server: PROTOCOL_VERSION, client: PROTOCOL_VERSION + 7 });
+    let text = reason.to_string();
+    assert!(text.contains(&PROTOCOL_VERSION.to_string()) && text.contains(&(PROTOCOL_VERSION + 7).to_string()), "{text}");
+    assert!(r.closed);
+    assert_eq!(s.world.player_count(), 0);
+}
+
+#[test]
+fn content_mismatch_and_full_server_are_rejected_with_reasons() {
+    let (mut s, l, c) = raw_server();
+    let mut a = Raw::new(&l);
+    s.tick();
+    a.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content_digest: 1, name: "x".into() }.encode());
+    s.tick();
+    a.pump();
+    assert!(a.got.contains(&ServerMsg::Reject(RejectReason::ContentMismatch)));
+    let mut ok: Vec<Raw> = (0..3).map(|_| Raw::new(&l)).collect();
+    s.tick();
+    for r in ok.iter_mut() {
+        r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+        s.tick();
+        r.pump();
+    }
+    assert!(ok[2].got.contains(&ServerMsg::Reject(RejectReason::ServerFull { max: 2 })));
+}
+
+#[test]
+fn joining_nothing_fails_clearly_within_8_seconds() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let net = EnetTransport::connect(format!("127.0.0.1:{port}").parse().unwrap()).unwrap();
+    let mut cl = Client::new(net, "lonely", base().digest());
+    let start = Instant::now();
+    while matches!(cl.phase, Phase::Connecting) && start.elapsed() < Duration::from_secs(12) {
+        cl.update(start.elapsed().as_secs_f64() * 1000.0, InputSample::default());
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let took = start.elapsed();
+    match &cl.phase {
+        Phase::Failed(why) => assert!(why.contains("no answer"), "{why}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(took <= Duration::from_millis(8_500), "took {took:?}");
+}
+
+// ------------------------------------------------------------------ 8. under a bad link
+
+#[test]
+fn bad_link_60_seconds_of_fighting_stays_bounded() {
+    let c = base();
+    let mut st = Stepper::new(c.clone(), ServerConfig::default());
+    st.add_client("lossy", LinkProfile::BAD);
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
+    let defs = c.defs.clone();
+    let mut worst_recent = 0f32;
+    for k in 0..(60 * 60 + 600) {
+        st.step(|_, cl| brain.think(cl, &defs));
+        // Keep the bot alive so it fights the whole minute.
+        if let Some(id) = st.clients[0].player_id {
+            if let Some(p) = st.server.world.player_mut(id) {
+                p.hp = 100;
+            }
+        }
+        if k > 600 {
+            worst_recent = worst_recent.max(st.clients[0].stats.pred_err_recent);
+        }
+    }
+    let cl = &st.clients[0];
+    assert!(brain.entered_dungeon, "the bot got into the dungeon over the bad link");
+    let p = st.server.world.player(cl.player_id.unwrap()).unwrap();
+    let mean = cl.stats.pred_err_mean();
+    assert!(mean < 2.0, "mean prediction gap {mean} px");
+    assert!(worst_recent < client::SNAP_DISTANCE, "the gap stayed bounded (worst recent {worst_recent} px)");
+    assert!(p.max_coast_run <= 8, "no input silently lost for more than a moment: longest gap {} ticks", p.max_coast_run);
+    eprintln!(
+        "bad link: mean gap {mean:.3} px, max {:.2} px, coasted {} ticks (longest run {}), resyncs {}",
+        cl.stats.pred_err_max, p.coasted, p.max_coast_run, cl.stats.resyncs
+    );
+}
