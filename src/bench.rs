@@ -273,3 +273,164 @@ pub fn run_all(content: &Content, quick: bool) -> Vec<BenchResult> {
     let (per_phase, stress_ticks) = if quick { (200, 200) } else { (1200, 1800) };
     vec![boss_fight(content, per_phase), stress(content, stress_ticks)]
 }
+
+/// What a four-player boss fight costs on the network, per client.
+#[derive(Debug, Clone)]
+pub struct NetFight {
+    pub transport: &'static str,
+    pub seconds: f64,
+    pub down_kbs: f64,
+    pub up_kbs: f64,
+    /// ENet datagram bytes (headers, acks, resends), where the transport can tell.
+    pub wire_down_kbs: Option<f64>,
+    pub wire_up_kbs: Option<f64>,
+    /// What sending every live bullet's position (2 x f32) in every snapshot would add.
+    pub per_bullet_state_kbs: f64,
+    pub mean_bullets: f64,
+    pub pred_err_mean: f64,
+    pub pred_err_max: f32,
+}
+
+impl std::fmt::Display for NetFight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "net, 4-player Warden fight over {} ({:.0} s): per client down {:.2} KB/s, up {:.2} KB/s",
+            self.transport, self.seconds, self.down_kbs, self.up_kbs
+        )?;
+        if let (Some(d), Some(u)) = (self.wire_down_kbs, self.wire_up_kbs) {
+            write!(f, " (on the wire with ENet overhead: down {d:.2}, up {u:.2})")?;
+        }
+        write!(
+            f,
+            "; bullets mean {:.0}; per-bullet state in snapshots would add {:.1} KB/s; prediction error mean {:.3} px, max {:.2} px",
+            self.mean_bullets, self.per_bullet_state_kbs, self.pred_err_mean, self.pred_err_max
+        )
+    }
+}
+
+/// Four bot clients fight the Warden (every phase in turn, players kept alive), measured
+/// from the moment the boss appears. `enet`: real ENet sockets on loopback, paced in real
+/// time; otherwise the deterministic in-process stepper (payload bytes only).
+pub fn net_fight(content: &Content, seconds: f64, enet: bool) -> anyhow::Result<NetFight> {
+    use crate::client::bot::{Brain, Plan};
+    use crate::client::Client;
+    use crate::net::{EnetTransport, LocalListener, Multi, Transport};
+    use crate::server::{Server, ServerConfig};
+    let listener = LocalListener::new();
+    let (server_net, clients_net, label): (Box<dyn Transport>, Vec<Box<dyn Transport>>, &'static str) = if enet {
+        let srv = EnetTransport::listen("127.0.0.1:0".parse()?, 8)?;
+        let addr = srv.local_addr()?;
+        let mut cs: Vec<Box<dyn Transport>> = Vec::new();
+        for _ in 0..4 {
+            cs.push(Box::new(EnetTransport::connect(addr)?));
+        }
+        (Box::new(Multi::new(vec![Box::new(srv)])), cs, "ENet on loopback")
+    } else {
+        let cs = (0..4).map(|_| Box::new(listener.connect()) as Box<dyn Transport>).collect();
+        (Box::new(listener.server()), cs, "the in-process transport")
+    };
+    let mut server = Server::new(content, server_net, ServerConfig::default());
+    let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = clients_net
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                Client::new(n, &format!("bot{i}"), content.digest()),
+                Brain::new(Plan::Dungeon, "warden_keep", 50 + i as u64),
+            )
+        })
+        .collect();
+    let defs = content.defs.clone();
+    let start = Instant::now();
+    let mut tick = 0u64;
+    // (tick the boss appeared, payload and wire byte counters of each client then)
+    type Start = (u64, Vec<(u64, u64)>, Vec<(u64, u64)>);
+    let mut fight: Option<Start> = None;
+    let (mut hypo, mut bullets_sum, mut samples) = (0u64, 0u64, 0u64);
+    let ticks_total = (seconds * 60.0) as u64;
+    let phases: Vec<f32> = defs.bosses["warden"].phases.iter().map(|p| p.hp_threshold).collect();
+    loop {
+        tick += 1;
+        let now = if enet { start.elapsed().as_secs_f64() * 1000.0 } else { tick as f64 * 1000.0 / 60.0 };
+        for (c, b) in clients.iter_mut() {
+            let i = b.think(c, &defs);
+            c.update(now, i);
+        }
+        server.tick();
+        let ids: Vec<u32> = clients.iter().filter_map(|(c, _)| c.player_id).collect();
+        let inst = ids.first().and_then(|id| server.world.instance_of(*id));
+        let together = ids.len() == 4
+            && inst.is_some_and(|i| {
+                i != server.world.hub && ids.iter().all(|id| server.world.instance_of(*id) == Some(i))
+            });
+        if let (true, Some(inst)) = (together, inst) {
+            let w = &mut server.world;
+            let d = w.defs.clone();
+            let t = w.tick;
+            let mut ev = Vec::new();
+            let i = w.instances.get_mut(&inst).expect("instance");
+            if fight.is_none() {
+                i.start_boss(&d, t, &mut ev);
+                let bytes =
+                    clients.iter().map(|(c, _)| (c.net.stats(0).bytes_sent, c.net.stats(0).bytes_received)).collect();
+                let wire = clients.iter().map(|(c, _)| c.net.wire_totals().unwrap_or_default()).collect();
+                fight = Some((tick, bytes, wire));
+            }
+            let (t0, _, _) = fight.as_ref().expect("set");
+            let phase =
+                (((tick - t0) as f64 / (ticks_total as f64 / phases.len() as f64)) as usize).min(phases.len() - 1);
+            i.force_boss_hp(&d, phases[phase] - 0.01, &mut ev);
+            for p in i.players.iter_mut() {
+                p.hp = 100;
+            }
+            if server.world.tick.is_multiple_of(crate::protocol::SNAPSHOT_EVERY_TICKS) {
+                let n = server.world.instances[&inst].bullets.len() as u64;
+                hypo += n * 8;
+                bullets_sum += n;
+                samples += 1;
+            }
+        }
+        if fight.as_ref().is_some_and(|(t0, _, _)| tick - t0 >= ticks_total) {
+            break;
+        }
+        if tick > ticks_total + 60 * 60 {
+            anyhow::bail!("the bots never got into the dungeon together");
+        }
+        if enet {
+            let due = std::time::Duration::from_secs_f64(tick as f64 / 60.0);
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+    let (_, b0, w0) = fight.expect("fight happened");
+    let secs = seconds;
+    let n = clients.len() as f64;
+    let (mut up, mut down, mut wup, mut wdown) = (0u64, 0u64, 0u64, 0u64);
+    let (mut err_sum, mut err_max) = (0f64, 0f32);
+    for (k, (c, _)) in clients.iter().enumerate() {
+        let s = c.net.stats(0);
+        up += s.bytes_sent - b0[k].0;
+        down += s.bytes_received - b0[k].1;
+        if let Some((u, d)) = c.net.wire_totals() {
+            wup += u - w0[k].0;
+            wdown += d - w0[k].1;
+        }
+        err_sum += c.stats.pred_err_mean();
+        err_max = err_max.max(c.stats.pred_err_max);
+    }
+    let kbs = |b: u64| b as f64 / n / secs / 1024.0;
+    Ok(NetFight {
+        transport: label,
+        seconds: secs,
+        down_kbs: kbs(down),
+        up_kbs: kbs(up),
+        wire_down_kbs: enet.then(|| kbs(wdown)),
+        wire_up_kbs: enet.then(|| kbs(wup)),
+        per_bullet_state_kbs: hypo as f64 / secs / 1024.0,
+        mean_bullets: bullets_sum as f64 / samples.max(1) as f64,
+        pred_err_mean: err_sum / n,
+        pred_err_max: err_max,
+    })
+}

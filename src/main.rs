@@ -61,6 +61,10 @@ enum Command {
         /// Shorter runs (for CI smoke).
         #[arg(long)]
         quick: bool,
+        /// Also measure a four-player boss fight's network traffic over real ENet on
+        /// loopback (runs in real time).
+        #[arg(long)]
+        net: bool,
     },
 }
 
@@ -84,7 +88,11 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let opts = hailfire::server::dedicated::DedicatedOptions { bind, max_players: cli.max_players, exit_after: cli.exit_after };
+        let opts = hailfire::server::dedicated::DedicatedOptions {
+            bind,
+            max_players: cli.max_players,
+            exit_after: cli.exit_after,
+        };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -113,7 +121,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Some(Command::Bench { quick }) => bench(quick),
+        Some(Command::Bench { quick, net }) => bench(quick, net),
         None => {
             eprintln!("hailfire: the desktop client is not built yet; try `hailfire --dedicated`, `hailfire bot`, `hailfire mods check` or `hailfire bench`");
             ExitCode::from(2)
@@ -203,7 +211,7 @@ fn mods_check(paths: &[PathBuf]) -> ExitCode {
     }
 }
 
-fn bench(quick: bool) -> ExitCode {
+fn bench(quick: bool, net: bool) -> ExitCode {
     let content = hailfire::content::Content::load_default();
     if !content.base_loaded() {
         for d in content.errors() {
@@ -219,5 +227,22 @@ fn bench(quick: bool) -> ExitCode {
     let still = hailfire::bench::mean_survival(&content, false, seeds);
     let drift = hailfire::bench::mean_survival(&content, true, seeds);
     println!("Warden opening phase, mean of {seeds} seeds: stationary player survives {still:.1} s, drifting player {drift:.1} s");
+    let secs = if quick { 10.0 } else { 60.0 };
+    match hailfire::bench::net_fight(&content, secs, false) {
+        Ok(r) => println!("{r}"),
+        Err(e) => {
+            eprintln!("net bench: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if net {
+        match hailfire::bench::net_fight(&content, secs.min(30.0), true) {
+            Ok(r) => println!("{r}"),
+            Err(e) => {
+                eprintln!("net bench over ENet: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     ExitCode::SUCCESS
 }

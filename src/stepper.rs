@@ -28,7 +28,14 @@ impl Stepper {
         let listener = LocalListener::new();
         let net: Box<dyn Transport> = Box::new(listener.server());
         let server = Server::new(&content, net, config);
-        Stepper { server, clients: Vec::new(), content, listener, now_bits: Arc::new(AtomicU64::new(0f64.to_bits())), ticks: 0 }
+        Stepper {
+            server,
+            clients: Vec::new(),
+            content,
+            listener,
+            now_bits: Arc::new(AtomicU64::new(0f64.to_bits())),
+            ticks: 0,
+        }
     }
 
     pub fn now_ms(&self) -> f64 {

@@ -204,7 +204,9 @@ impl Raw {
         self.net.poll(&mut ev);
         for e in ev {
             match e {
-                NetEvent::Packet { data, .. } => self.got.push(ServerMsg::decode(&data).expect("server sends valid messages")),
+                NetEvent::Packet { data, .. } => {
+                    self.got.push(ServerMsg::decode(&data).expect("server sends valid messages"))
+                }
                 NetEvent::Disconnected(_) => self.closed = true,
                 NetEvent::Connected(_) => {}
             }
@@ -373,7 +375,8 @@ fn listen_server_host_and_two_remote_clients_see_the_same_world() {
     real_time_loop(&mut clients, &c, 4.0);
     let ids: BTreeSet<u32> = clients.iter().map(|(cl, _)| cl.player_id.expect("everyone joined")).collect();
     assert_eq!(ids.len(), 3);
-    let snaps: Vec<Snapshot> = clients.iter().map(|(cl, _)| cl.view.as_ref().unwrap().latest().unwrap().clone()).collect();
+    let snaps: Vec<Snapshot> =
+        clients.iter().map(|(cl, _)| cl.view.as_ref().unwrap().latest().unwrap().clone()).collect();
     for (k, s) in snaps.iter().enumerate() {
         let seen: BTreeSet<u32> = s.players.iter().map(|p| p.id).collect();
         assert_eq!(seen, ids, "client {k} sees all three players");
@@ -405,10 +408,14 @@ fn version_mismatch_is_rejected_with_both_versions() {
     r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION + 7));
     s.tick();
     r.pump();
-    let reason = r.got.iter().find_map(|m| if let ServerMsg::Reject(why) = m { Some(why.clone()) } else { None }).unwrap();
+    let reason =
+        r.got.iter().find_map(|m| if let ServerMsg::Reject(why) = m { Some(why.clone()) } else { None }).unwrap();
     assert_eq!(reason, RejectReason::VersionMismatch { server: PROTOCOL_VERSION, client: PROTOCOL_VERSION + 7 });
     let text = reason.to_string();
-    assert!(text.contains(&PROTOCOL_VERSION.to_string()) && text.contains(&(PROTOCOL_VERSION + 7).to_string()), "{text}");
+    assert!(
+        text.contains(&PROTOCOL_VERSION.to_string()) && text.contains(&(PROTOCOL_VERSION + 7).to_string()),
+        "{text}"
+    );
     assert!(r.closed);
     assert_eq!(s.world.player_count(), 0);
 }
@@ -478,7 +485,11 @@ fn bad_link_60_seconds_of_fighting_stays_bounded() {
     let mean = cl.stats.pred_err_mean();
     assert!(mean < 2.0, "mean prediction gap {mean} px");
     assert!(worst_recent < client::SNAP_DISTANCE, "the gap stayed bounded (worst recent {worst_recent} px)");
-    assert!(p.max_coast_run <= 8, "no input silently lost for more than a moment: longest gap {} ticks", p.max_coast_run);
+    assert!(
+        p.max_coast_run <= 8,
+        "no input silently lost for more than a moment: longest gap {} ticks",
+        p.max_coast_run
+    );
     eprintln!(
         "bad link: mean gap {mean:.3} px, max {:.2} px, coasted {} ticks (longest run {}), resyncs {}",
         cl.stats.pred_err_max, p.coasted, p.max_coast_run, cl.stats.resyncs

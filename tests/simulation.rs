@@ -389,12 +389,8 @@ fn ten_thousand_bullets_stay_consistent() {
         let i = w.instances.get_mut(&inst).unwrap();
         for k in 0..10_000u32 {
             let a = k as f32 * 0.036;
-            let shot = ShotCmd {
-                angle: a * 57.29578,
-                speed: 1.0,
-                lifetime: 600,
-                ..enemy_shot_at(Vec2::new(480.0, 360.0), 1)
-            };
+            let shot =
+                ShotCmd { angle: a * 57.29578, speed: 1.0, lifetime: 600, ..enemy_shot_at(Vec2::new(480.0, 360.0), 1) };
             i.spawn_bullet(tick, &shot, Team::Enemy, &mut ev);
         }
     }

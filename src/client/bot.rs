@@ -32,7 +32,7 @@ pub struct Brain {
 impl Brain {
     pub fn new(plan: Plan, dungeon: &str, seed: u64) -> Self {
         let mut rng = Rng::new(seed);
-        let wobble = rng.next_f64() as f32 * 6.28;
+        let wobble = rng.next_f64() as f32 * std::f32::consts::TAU;
         Brain { plan, dungeon: dungeon.to_string(), rng, t: 0, wobble, entered_dungeon: false }
     }
 
@@ -60,9 +60,9 @@ impl Brain {
         self.entered_dungeon = true;
         let snap = c.interpolated();
         let target = snap.as_ref().and_then(|s| {
-            s.boss.map(|b| b.pos).or_else(|| {
-                s.enemies.iter().map(|e| e.pos).min_by(|a, b| a.distance(me).total_cmp(&b.distance(me)))
-            })
+            s.boss
+                .map(|b| b.pos)
+                .or_else(|| s.enemies.iter().map(|e| e.pos).min_by(|a, b| a.distance(me).total_cmp(&b.distance(me))))
         });
         let aim = target.map_or(-90.0, |t| (t - me).angle_deg());
         // Keep some distance from the target while circling; push away from close bullets.
@@ -71,7 +71,7 @@ impl Brain {
             let d = me - t;
             let l = d.length().max(1.0);
             let radial = (260.0 - l).clamp(-1.0, 1.0);
-            let side = if (self.t / 180) % 2 == 0 { 1.0 } else { -1.0 };
+            let side = if (self.t / 180).is_multiple_of(2) { 1.0 } else { -1.0 };
             mv = d * (radial / l) + Vec2::new(-d.y / l, d.x / l) * (0.6 * side);
         }
         let pool = &v.replica.pool;
@@ -86,7 +86,8 @@ impl Brain {
                 push = push + d * (1.0 / l2) * 30.0;
             }
         }
-        mv = (mv + push + Vec2::new(self.rng.next_f64() as f32 - 0.5, self.rng.next_f64() as f32 - 0.5) * 0.3).clamp_unit();
+        mv = (mv + push + Vec2::new(self.rng.next_f64() as f32 - 0.5, self.rng.next_f64() as f32 - 0.5) * 0.3)
+            .clamp_unit();
         InputSample { mv, aim, buttons: BTN_FIRE }
     }
 }
@@ -184,7 +185,7 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
             }
             let s = &c.stats;
             let line = format!(
-                "bot {}: player {} | {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | up {:.2} KB/s, down {:.2} KB/s",
+                "bot {}: player {} | {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
                 c.name,
                 c.player_id.map_or("-".into(), |p| p.to_string()),
                 if left[i] { "left via disconnect" } else if brain.entered_dungeon { "fought in the dungeon" } else { "in the hub" },
@@ -196,6 +197,11 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
                 s.stall_resyncs,
                 st.bytes_sent as f64 / secs / 1024.0,
                 st.bytes_received as f64 / secs / 1024.0,
+                c.net.wire_totals().map_or(String::new(), |(up, down)| format!(
+                    " | on the wire (ENet) up {:.2} KB/s, down {:.2} KB/s",
+                    up as f64 / secs / 1024.0,
+                    down as f64 / secs / 1024.0
+                )),
             );
             BotReport { name: c.name.clone(), player_id: c.player_id, ok: problem.is_none(), problem, line }
         })

@@ -319,7 +319,11 @@ impl<T: Transport> Client<T> {
             match ev {
                 NetEvent::Connected(_) => {
                     self.transport_connected = true;
-                    let hello = ClientMsg::Hello { version: PROTOCOL_VERSION, content_digest: self.digest, name: self.name.clone() };
+                    let hello = ClientMsg::Hello {
+                        version: PROTOCOL_VERSION,
+                        content_digest: self.digest,
+                        name: self.name.clone(),
+                    };
                     self.net.send(0, CH_CONTROL, &hello.encode());
                 }
                 NetEvent::Disconnected(_) => {
@@ -389,7 +393,9 @@ impl<T: Transport> Client<T> {
                             v.cleared = true;
                             self.events.push(ClientEvent::Cleared)
                         }
-                        WireEvent::Sfx { name, pos } => self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos }),
+                        WireEvent::Sfx { name, pos } => {
+                            self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
+                        }
                         WireEvent::Spawn(_) | WireEvent::Despawn { .. } => {}
                     }
                 }

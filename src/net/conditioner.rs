@@ -191,7 +191,13 @@ impl<T: Transport> Transport for Conditioner<T> {
         let seq = self.seq(false, peer, channel);
         for due in self.schedule(false, peer, channel, now) {
             self.order += 1;
-            self.outgoing.push(Held { due, order: self.order, key: (peer, channel), seq, item: Out::Send(data.to_vec()) });
+            self.outgoing.push(Held {
+                due,
+                order: self.order,
+                key: (peer, channel),
+                seq,
+                item: Out::Send(data.to_vec()),
+            });
         }
     }
 
@@ -242,5 +248,9 @@ impl<T: Transport> Transport for Conditioner<T> {
         s.rtt_ms += p.rtt_ms;
         s.loss = s.loss.max(p.loss);
         s
+    }
+
+    fn wire_totals(&self) -> Option<(u64, u64)> {
+        self.inner.wire_totals()
     }
 }

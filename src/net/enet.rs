@@ -18,8 +18,43 @@ use crate::protocol::{delivery, messages::MAX_PACKET, Delivery, CHANNEL_COUNT};
 /// Per-peer timeout: a silent peer is declared gone after at most this long.
 pub const PEER_TIMEOUT_MS: u32 = 5_000;
 
+/// A UDP socket that counts every datagram byte ENet sends and receives (ENet headers,
+/// acknowledgements and resends included; UDP/IP headers not). This is also the layer
+/// where an encrypting wrapper will sit later: rusty_enet takes any `Socket`.
+pub struct CountingSocket {
+    inner: UdpSocket,
+    sent: u64,
+    received: u64,
+}
+
+impl enet::Socket for CountingSocket {
+    type Address = SocketAddr;
+    type Error = io::Error;
+
+    fn init(&mut self, options: enet::SocketOptions) -> Result<(), io::Error> {
+        enet::Socket::init(&mut self.inner, options)
+    }
+
+    fn send(&mut self, address: SocketAddr, buffer: &[u8]) -> Result<usize, io::Error> {
+        let n = enet::Socket::send(&mut self.inner, address, buffer)?;
+        self.sent += n as u64;
+        Ok(n)
+    }
+
+    fn receive(
+        &mut self,
+        buffer: &mut [u8; enet::MTU_MAX],
+    ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
+        let r = enet::Socket::receive(&mut self.inner, buffer)?;
+        if let Some((_, enet::PacketReceived::Complete(n))) = &r {
+            self.received += *n as u64;
+        }
+        Ok(r)
+    }
+}
+
 pub struct EnetTransport {
-    host: enet::Host<UdpSocket>,
+    host: enet::Host<CountingSocket>,
     bytes: HashMap<usize, (u64, u64)>,
 }
 
@@ -29,6 +64,7 @@ fn settings(peers: usize) -> enet::HostSettings {
 
 impl EnetTransport {
     fn with_socket(socket: UdpSocket, peers: usize) -> io::Result<Self> {
+        let socket = CountingSocket { inner: socket, sent: 0, received: 0 };
         let mut host = enet::Host::new(socket, settings(peers)).map_err(|e| io::Error::other(format!("{e:?}")))?;
         let _ = host.set_maximum_packet_size(MAX_PACKET);
         let _ = host.set_maximum_waiting_data(4 * MAX_PACKET);
@@ -51,13 +87,7 @@ impl EnetTransport {
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.host.socket().local_addr()
-    }
-
-    /// Bytes ENet itself put on the wire for a peer (headers, acks and resends included).
-    pub fn wire_bytes(&self, peer: PeerId) -> Option<(u32, u32)> {
-        let p = self.host.get_peer(enet::PeerID(peer as usize))?;
-        Some((p.outgoing_data_total(), p.incoming_data_total()))
+        self.host.socket().inner.local_addr()
     }
 }
 
@@ -121,6 +151,11 @@ impl Transport for EnetTransport {
             },
             None => LinkStats { bytes_sent: sent, bytes_received: recv, ..Default::default() },
         }
+    }
+
+    fn wire_totals(&self) -> Option<(u64, u64)> {
+        let s = self.host.socket();
+        Some((s.sent, s.received))
     }
 }
 

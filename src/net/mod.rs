@@ -17,7 +17,9 @@ pub use local::{LocalClient, LocalListener, LocalServer};
 /// Resolves `host[:port]` (default port `protocol::DEFAULT_PORT`) to a socket address.
 pub fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
     use std::net::ToSocketAddrs;
-    let with_port = if addr.parse::<std::net::SocketAddr>().is_ok() || addr.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok()) {
+    let with_port = if addr.parse::<std::net::SocketAddr>().is_ok()
+        || addr.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok())
+    {
         addr.to_string()
     } else {
         format!("{addr}:{}", crate::protocol::DEFAULT_PORT)
@@ -57,6 +59,11 @@ pub trait Transport {
     /// Closes a connection; the other side sees `Disconnected`.
     fn disconnect(&mut self, peer: PeerId);
     fn stats(&self, peer: PeerId) -> LinkStats;
+    /// Every byte this transport put on / took off the network, protocol overhead
+    /// included, where it can tell (ENet: yes; in-process: there is no network).
+    fn wire_totals(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -71,6 +78,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn stats(&self, peer: PeerId) -> LinkStats {
         (**self).stats(peer)
+    }
+    fn wire_totals(&self) -> Option<(u64, u64)> {
+        (**self).wire_totals()
     }
 }
 
@@ -108,7 +118,9 @@ impl Transport for Multi {
             out.extend(self.scratch.drain(..).map(|e| match e {
                 NetEvent::Connected(p) => NetEvent::Connected(Self::join(i, p)),
                 NetEvent::Disconnected(p) => NetEvent::Disconnected(Self::join(i, p)),
-                NetEvent::Packet { peer, channel, data } => NetEvent::Packet { peer: Self::join(i, peer), channel, data },
+                NetEvent::Packet { peer, channel, data } => {
+                    NetEvent::Packet { peer: Self::join(i, peer), channel, data }
+                }
             }));
         }
     }

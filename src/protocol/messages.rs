@@ -227,13 +227,25 @@ pub enum WireTarget {
 pub enum WireEvent {
     Spawn(BulletSpawn),
     /// A bullet consumed by a hit (the one despawn a client cannot derive).
-    Hit { uid: u32, target: WireTarget },
+    Hit {
+        uid: u32,
+        target: WireTarget,
+    },
     /// A bullet removed without a hit (bullet cancel when a boss dies).
-    Despawn { uid: u32 },
-    Death { target: WireTarget },
-    Phase { phase: u8 },
+    Despawn {
+        uid: u32,
+    },
+    Death {
+        target: WireTarget,
+    },
+    Phase {
+        phase: u8,
+    },
     Cleared,
-    Sfx { name: String, pos: Vec2 },
+    Sfx {
+        name: String,
+        pos: Vec2,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -576,12 +588,14 @@ impl ServerMsg {
                             WireEvent::Spawn(s)
                         }
                         2 => {
-                            let uid = u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            let uid =
+                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
                             prev = uid;
                             WireEvent::Hit { uid, target: read_target(&mut r)? }
                         }
                         3 => {
-                            let uid = u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            let uid =
+                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
                             prev = uid;
                             WireEvent::Despawn { uid }
                         }

@@ -33,7 +33,9 @@ pub const CHANNEL_COUNT: usize = 4;
 pub enum Delivery {
     Reliable,
     /// Unreliable; sequenced means an older packet arriving after a newer one is dropped.
-    Unreliable { sequenced: bool },
+    Unreliable {
+        sequenced: bool,
+    },
 }
 
 pub fn delivery(channel: u8) -> Delivery {

@@ -46,7 +46,8 @@ impl ListenServer {
                 server.shutdown();
             })
             .context("starting the server thread")?;
-        let addr = rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
+        let addr =
+            rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
         Ok(ListenServer { addr, local, stop, thread: Some(thread) })
     }
 

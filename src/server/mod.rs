@@ -95,7 +95,10 @@ impl<T: Transport> Server<T> {
     }
 
     pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
-        self.peers.iter().find(|(_, p)| matches!(p.state, PeerState::Playing { player: q } if q == player)).map(|(id, _)| *id)
+        self.peers
+            .iter()
+            .find(|(_, p)| matches!(p.state, PeerState::Playing { player: q } if q == player))
+            .map(|(id, _)| *id)
     }
 
     fn send(&mut self, peer: PeerId, channel: u8, msg: &ServerMsg) {
@@ -191,7 +194,11 @@ impl<T: Transport> Server<T> {
         }
         info!(peer, player, name = %name, players = self.world.player_count(), "player joined");
         let tick = self.world.tick;
-        self.send(peer, CH_CONTROL, &ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: player, tick, tick_rate: TICK_RATE as u8 });
+        self.send(
+            peer,
+            CH_CONTROL,
+            &ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: player, tick, tick_rate: TICK_RATE as u8 },
+        );
     }
 
     /// One 60 Hz server tick: network in, simulate, network out.
@@ -204,7 +211,13 @@ impl<T: Transport> Server<T> {
                     let since = self.world.tick;
                     self.peers.insert(
                         peer,
-                        Peer { state: PeerState::Handshake { since }, name: String::new(), instance: None, malformed: 0, inputs_dropped: 0 },
+                        Peer {
+                            state: PeerState::Handshake { since },
+                            name: String::new(),
+                            instance: None,
+                            malformed: 0,
+                            inputs_dropped: 0,
+                        },
                     );
                 }
                 NetEvent::Disconnected(peer) => self.drop_peer(peer, None),
@@ -236,7 +249,9 @@ impl<T: Transport> Server<T> {
                 SimEvent::PlayerRemoved { player, instance } => {
                     info!(player, instance, "linkdead body resolved: player removed from the world")
                 }
-                SimEvent::InstanceOpened { instance, dungeon } => info!(instance, dungeon = %dungeon, "instance opened"),
+                SimEvent::InstanceOpened { instance, dungeon } => {
+                    info!(instance, dungeon = %dungeon, "instance opened")
+                }
                 SimEvent::InstanceClosed { instance } => info!(instance, "instance closed"),
                 SimEvent::InstanceCleared { instance } => info!(instance, "dungeon cleared"),
                 SimEvent::ScriptError { instance, message } => warn!(instance, "script error: {message}"),
@@ -304,7 +319,9 @@ impl<T: Transport> Server<T> {
         }
         if tick.is_multiple_of(SNAPSHOT_EVERY_TICKS) {
             for (inst, peers) in &placement {
-                let Some(base) = replicate::snapshot(&self.world, *inst, &self.enemy_index, &self.boss_index) else { continue };
+                let Some(base) = replicate::snapshot(&self.world, *inst, &self.enemy_index, &self.boss_index) else {
+                    continue;
+                };
                 for &peer in peers {
                     let mut s = base.clone();
                     let player = match self.peers.get(&peer).map(|p| &p.state) {
@@ -330,7 +347,11 @@ impl<T: Transport> Server<T> {
     }
 
     fn roster(&self, inst: InstanceId) -> ServerMsg {
-        let players = self.world.instances.get(&inst).map_or(Vec::new(), |i| i.players.iter().map(|p| (p.id, p.name.clone())).collect());
+        let players = self
+            .world
+            .instances
+            .get(&inst)
+            .map_or(Vec::new(), |i| i.players.iter().map(|p| (p.id, p.name.clone())).collect());
         ServerMsg::Roster { instance: inst, players }
     }
 
@@ -348,7 +369,10 @@ impl<T: Transport> Server<T> {
             .bullets
             .origin
             .chunks(2000)
-            .map(|c| ServerMsg::Events { instance: inst, tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }.encode())
+            .map(|c| {
+                ServerMsg::Events { instance: inst, tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }
+                    .encode()
+            })
             .collect();
         self.send(peer, CH_EVENTS, &enter);
         for d in dumps {

@@ -86,7 +86,12 @@ pub fn snapshot(
         .enemies
         .iter()
         .take(MAX_SNAPSHOT_ENEMIES)
-        .map(|e| SnapEnemy { id: e.id, def: enemy_index.get(&e.def).copied().unwrap_or(0), pos: e.pos, hp: e.hp.max(0) as u32 })
+        .map(|e| SnapEnemy {
+            id: e.id,
+            def: enemy_index.get(&e.def).copied().unwrap_or(0),
+            pos: e.pos,
+            hp: e.hp.max(0) as u32,
+        })
         .collect();
     let boss = i.boss.as_ref().map(|b| SnapBoss {
         def: boss_index.get(&b.def).copied().unwrap_or(0),

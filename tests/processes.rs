@@ -1,0 +1,154 @@
+//! Smoke test with real processes: `hailfire --dedicated` on 127.0.0.1 and three
+//! `hailfire bot` processes over real ENet. One bot is SIGKILLed mid-dungeon and the server
+//! channels its body out instead of dropping it; another leaves through the menu's
+//! disconnect path; the third plays on; the server stops cleanly on SIGTERM.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_hailfire")
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn wait_for(p: &Path, what: &dyn Fn(&str) -> bool, secs: u64) -> String {
+    let start = Instant::now();
+    loop {
+        let s = read(p);
+        if what(&s) {
+            return s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting; log so far:\n{s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Seconds since midnight of a tracing line's timestamp ("2026-11-29T23:10:00.003463Z").
+fn stamp(line: &str) -> f64 {
+    let t = line.split('T').nth(1).and_then(|r| r.split('Z').next()).unwrap_or("0:0:0");
+    let parts: Vec<f64> = t.split(':').map(|x| x.parse().unwrap_or(0.0)).collect();
+    parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
+}
+
+fn line_with<'a>(log: &'a str, needles: &[&str]) -> Option<&'a str> {
+    log.lines().find(|l| needles.iter().all(|n| l.contains(n)))
+}
+
+fn player_id(log: &str, name: &str) -> Option<String> {
+    let l = line_with(log, &["player joined", &format!("name={name}")])?;
+    l.split("player=").nth(1).map(|r| r.split(' ').next().unwrap_or("").to_string())
+}
+
+fn bot(port: u16, args: &[&str]) -> Child {
+    Command::new(exe())
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dungeon"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(mut c: Child, secs: u64) -> (i32, String) {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            let mut out = String::new();
+            c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            return (st.code().unwrap_or(-1), out);
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            let _ = c.kill();
+            panic!("process did not finish in {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = Command::new(exe())
+        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--max-players", "8"])
+        .env("HAILFIRE_LOG_FILE", &log)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+
+    let stayer = bot(port, &["--name", "stayer", "--seconds", "24"]);
+    let victim = bot(port, &["--name", "victim", "--seconds", "60"]);
+    let leaver = bot(port, &["--name", "leaver", "--seconds", "16", "--leave-after", "8"]);
+
+    // Wait until the victim is in the dungeon, then kill it without warning.
+    let s = wait_for(&log, &|s| player_id(s, "victim").is_some(), 20);
+    let vid = player_id(&s, "victim").unwrap();
+    wait_for(&log, &|s| line_with(s, &["transfer", &format!("player={vid} "), "Portal"]).is_some(), 20);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut victim = victim;
+    victim.kill().unwrap(); // SIGKILL
+    let _ = victim.wait();
+
+    let (leaver_code, leaver_out) = finish(leaver, 40);
+    let (stayer_code, stayer_out) = finish(stayer, 60);
+    assert_eq!(leaver_code, 0, "{leaver_out}");
+    assert!(leaver_out.contains("left via disconnect"), "{leaver_out}");
+    assert_eq!(stayer_code, 0, "the server kept serving the rest: {stayer_out}");
+    assert!(stayer_out.contains("fought in the dungeon"), "{stayer_out}");
+
+    let s = wait_for(&log, &|s| line_with(s, &["linkdead body resolved", &format!("player={vid} ")]).is_some(), 20);
+    // The killed bot: the connection drop made its body linkdead; it was removed only after
+    // channelling (1 s), not on the spot.
+    let closed =
+        line_with(&s, &["connection closed", "name=victim"]).expect("the server saw the victim's connection close");
+    assert!(closed.contains("linkdead"), "{closed}");
+    let resolved = line_with(&s, &["linkdead body resolved", &format!("player={vid} ")]).unwrap();
+    let dt = stamp(resolved) - stamp(closed);
+    assert!(dt >= 0.9, "the body channelled out ({dt:.2} s), it was not dropped instantly");
+    // The menu's disconnect goes down the very same path.
+    let lid = player_id(&s, "leaver").unwrap();
+    let lclosed = line_with(&s, &["connection closed", "name=leaver"]).expect("leaver's close seen");
+    let lres = line_with(&s, &["linkdead body resolved", &format!("player={lid} ")]).expect("leaver's body resolved");
+    assert!(stamp(lres) - stamp(lclosed) >= 0.9, "{lclosed}\n{lres}");
+    assert!(!s.contains("panicked"));
+
+    // SIGTERM: a clean stop.
+    let st = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let start = Instant::now();
+    let code = loop {
+        if let Some(c) = server.try_wait().unwrap() {
+            break c.code();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0));
+    assert!(read(&log).contains("server stopped cleanly"));
+}
+
+#[test]
+fn a_headless_bot_joining_nothing_exits_non_zero_within_8_seconds() {
+    let port = free_port();
+    let start = Instant::now();
+    let out =
+        Command::new(exe()).args(["bot", "--join", &format!("127.0.0.1:{port}"), "--seconds", "20"]).output().unwrap();
+    let took = start.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("no answer from the server"), "{text}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
