@@ -185,7 +185,7 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
         ServerMsg::Roster { instance: 1, players: vec![(1, "a".into())] }.encode(),
     ];
     for k in 0..200_000u32 {
-        let mut b = if k % 2 == 0 {
+        let mut b = if k.is_multiple_of(2) {
             let n = (rng.next_u64() % 80) as usize;
             (0..n).map(|_| rng.next_u64() as u8).collect::<Vec<u8>>()
         } else {
@@ -197,12 +197,12 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
                 let i = (rng.next_u64() as usize) % s.len();
                 s[i] = rng.next_u64() as u8;
             }
-            if rng.next_u64() % 4 == 0 {
+            if rng.next_u64().is_multiple_of(4) {
                 s.truncate((rng.next_u64() as usize) % (s.len() + 1));
             }
             s
         };
-        if k % 7 == 0 && !b.is_empty() {
+        if k.is_multiple_of(7) && !b.is_empty() {
             b[0] = [1u8, 2, 10, 11, 12, 20, 21, 22, 30][(k as usize / 7) % 9];
         }
         let _ = ClientMsg::decode(&b);
