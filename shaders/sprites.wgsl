@@ -1,0 +1,144 @@
+// Hailfire sprites: every bullet, ship, enemy, portal and the arena in one instanced draw.
+// Each instance is a quad; the fragment shader draws its shape as a signed distance field
+// with a bright core, a dark rim and a soft glow, so dense patterns stay legible.
+
+struct Camera {
+    // Framebuffer size in pixels.
+    screen: vec2<f32>,
+    // World position shown at the top-left corner of the screen.
+    origin: vec2<f32>,
+    // Screen pixels per world pixel.
+    scale: f32,
+    time: f32,
+    _pad: vec2<f32>,
+};
+
+@group(0) @binding(0) var<uniform> cam: Camera;
+
+struct In {
+    @builtin(vertex_index) vid: u32,
+    @location(0) pos: vec2<f32>,
+    @location(1) size: vec2<f32>,
+    @location(2) dir: vec2<f32>,
+    @location(3) color: vec4<f32>,
+    // x: shape, y: glow (extra radius as a fraction of the size), z: core strength
+    @location(4) params: vec4<f32>,
+};
+
+struct Out {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) local: vec2<f32>,
+    @location(1) color: vec4<f32>,
+    @location(2) params: vec4<f32>,
+    @location(3) size: vec2<f32>,
+};
+
+@vertex
+fn vs_main(v: In) -> Out {
+    var corners = array<vec2<f32>, 6>(
+        vec2(-1.0, -1.0), vec2(1.0, -1.0), vec2(1.0, 1.0),
+        vec2(-1.0, -1.0), vec2(1.0, 1.0), vec2(-1.0, 1.0),
+    );
+    let expand = 1.0 + v.params.y;
+    let c = corners[v.vid] * expand;
+    let d = normalize(select(vec2(1.0, 0.0), v.dir, dot(v.dir, v.dir) > 1e-8));
+    let offset = c * v.size;
+    let world = v.pos + vec2(offset.x * d.x - offset.y * d.y, offset.x * d.y + offset.y * d.x);
+    let screen = (world - cam.origin) * cam.scale;
+    var o: Out;
+    o.clip = vec4(screen.x / cam.screen.x * 2.0 - 1.0, 1.0 - screen.y / cam.screen.y * 2.0, 0.0, 1.0);
+    o.local = c;
+    o.color = v.color;
+    o.params = v.params;
+    o.size = v.size;
+    return o;
+}
+
+fn sd_star5(p_in: vec2<f32>, r: f32, rf: f32) -> f32 {
+    let k1 = vec2(0.809016994375, -0.587785252292);
+    let k2 = vec2(-k1.x, k1.y);
+    var p = vec2(abs(p_in.x), -p_in.y);
+    p = p - 2.0 * max(dot(k1, p), 0.0) * k1;
+    p = p - 2.0 * max(dot(k2, p), 0.0) * k2;
+    p.x = abs(p.x);
+    p.y = p.y - r;
+    let ba = rf * vec2(-k1.y, k1.x) - vec2(0.0, 1.0);
+    let h = clamp(dot(p, ba) / dot(ba, ba), 0.0, r);
+    return length(p - ba * h) * sign(p.y * ba.x - p.x * ba.y);
+}
+
+fn sd_triangle(p: vec2<f32>) -> f32 {
+    // Points along +x (the ship's heading).
+    let a = vec2(1.0, 0.0);
+    let b = vec2(-0.8, 0.75);
+    let c = vec2(-0.8, -0.75);
+    let e0 = b - a; let e1 = c - b; let e2 = a - c;
+    let v0 = p - a; let v1 = p - b; let v2 = p - c;
+    let pq0 = v0 - e0 * clamp(dot(v0, e0) / dot(e0, e0), 0.0, 1.0);
+    let pq1 = v1 - e1 * clamp(dot(v1, e1) / dot(e1, e1), 0.0, 1.0);
+    let pq2 = v2 - e2 * clamp(dot(v2, e2) / dot(e2, e2), 0.0, 1.0);
+    let s = sign(e0.x * e2.y - e0.y * e2.x);
+    let d = min(min(vec2(dot(pq0, pq0), s * (v0.x * e0.y - v0.y * e0.x)),
+                    vec2(dot(pq1, pq1), s * (v1.x * e1.y - v1.y * e1.x))),
+                    vec2(dot(pq2, pq2), s * (v2.x * e2.y - v2.y * e2.x)));
+    return -sqrt(d.x) * sign(d.y);
+}
+
+@fragment
+fn fs_main(i: Out) -> @location(0) vec4<f32> {
+    let shape = u32(i.params.x + 0.5);
+    let glow = i.params.y;
+    let core = i.params.z;
+    let p = i.local;
+    var d: f32;
+    switch shape {
+        case 0u: { d = length(p) - 1.0; }                                  // orb
+        case 1u: { d = (length(p / vec2(1.0, 0.5)) - 1.0) * 0.5; }         // rice
+        case 2u: { d = sd_star5(p, 1.0, 0.45); }                           // star
+        case 3u: { d = (abs(p.x) + abs(p.y) - 1.0) * 0.7071; }             // diamond
+        case 4u: { d = abs(length(p) - 0.72) - 0.28; }                     // ring
+        case 5u: { d = sd_triangle(p); }                                   // ship
+        case 6u: { d = abs(length(p) - 0.92) - 0.08; }                     // shield
+        case 7u, 11u: { d = length(p) - 1.0; }                             // enemy, boss
+        case 8u: { d = max(abs(p.x), abs(p.y)) - 1.0; }                    // filled rect
+        case 9u: {                                                         // rect outline
+            let edge = max(abs(p.x), abs(p.y));
+            let t = 3.0 / max(i.size.x, i.size.y);
+            d = abs(edge - 1.0 + t) - t;
+        }
+        case 10u: {                                                        // portal
+            let a = atan2(p.y, p.x) + cam.time * 1.5;
+            d = abs(length(p) - 0.8 - 0.06 * sin(a * 6.0)) - 0.14;
+        }
+        default: { d = length(p) - 1.0; }
+    }
+    // Anti-aliasing width in local units (one screen pixel).
+    let aa = 1.0 / max(min(i.size.x, i.size.y) * cam.scale, 1.0);
+    let fill = 1.0 - smoothstep(-aa, aa, d);
+    var rgb = i.color.rgb;
+    var alpha = i.color.a * fill;
+    if (shape <= 4u) {
+        // Bullets: white-hot core, coloured body, dark rim for contrast.
+        let inner = clamp(-d * 2.2, 0.0, 1.0);
+        rgb = mix(rgb, vec3(1.0, 1.0, 1.0), core * inner * inner);
+        let rim = smoothstep(-0.22, -0.05, d);
+        rgb = mix(rgb, rgb * 0.35, rim * 0.8);
+    } else if (shape == 7u || shape == 11u) {
+        let r = length(p);
+        rgb = mix(rgb * 0.55, rgb, smoothstep(0.2, 0.85, r));
+        let rim = smoothstep(-0.12, -0.02, d);
+        rgb = mix(rgb, vec3(0.05, 0.05, 0.08), rim);
+        if (shape == 11u) {
+            let a = atan2(p.y, p.x) - cam.time * 0.8;
+            rgb = rgb + vec3(0.25) * smoothstep(0.8, 1.0, sin(a * 5.0)) * step(r, 0.7);
+        }
+    } else if (shape == 5u) {
+        let rim = smoothstep(-0.18, -0.04, d);
+        rgb = mix(rgb, vec3(1.0, 1.0, 1.0), rim * 0.6);
+    }
+    if (glow > 0.0 && d > 0.0) {
+        let g = exp(-d * 3.5) * 0.55;
+        return vec4(i.color.rgb, max(alpha, g * i.color.a));
+    }
+    return vec4(rgb, alpha);
+}

@@ -1,0 +1,4 @@
+//! The desktop program: window and loop, renderer, menus and HUD, input, audio, settings.
+
+pub mod render;
+pub mod ui;

@@ -1,0 +1,355 @@
+//! The wgpu renderer: one instanced draw for every sprite (bullets, ships, enemies, the
+//! boss, portals, the arena) with `shaders/sprites.wgsl`, then egui on top for text, the
+//! HUD and menus. The same code renders to a window's surface and to an offscreen texture
+//! (screenshots, golden-image tests, `hailfire render`).
+
+pub mod scene;
+
+use std::borrow::Cow;
+
+use anyhow::{anyhow, Context};
+use bytemuck::{Pod, Zeroable};
+
+pub use scene::{Camera, Sprite};
+
+const SHADER: &str = include_str!("../../../shaders/sprites.wgsl");
+
+/// What the app needs from the GPU.
+pub struct Gpu {
+    pub instance: wgpu::Instance,
+    pub adapter: wgpu::Adapter,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
+impl Gpu {
+    /// A device with no window (offscreen rendering, tests).
+    pub fn headless() -> anyhow::Result<Gpu> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        Self::with(instance, None)
+    }
+
+    /// A device able to present to `surface`.
+    pub fn with(instance: wgpu::Instance, surface: Option<&wgpu::Surface<'_>>) -> anyhow::Result<Gpu> {
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: surface,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| anyhow!("no usable graphics adapter (Vulkan, Metal, DX12 or GL): {e}"))?;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("hailfire"),
+            required_limits: wgpu::Limits::downlevel_webgl2_defaults().using_resolution(adapter.limits()),
+            ..Default::default()
+        }))
+        .context("creating the graphics device")?;
+        Ok(Gpu { instance, adapter, device, queue })
+    }
+
+    pub fn adapter_name(&self) -> String {
+        let i = self.adapter.get_info();
+        format!("{} ({:?})", i.name, i.backend)
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CameraUniform {
+    screen: [f32; 2],
+    origin: [f32; 2],
+    scale: f32,
+    time: f32,
+    _pad: [f32; 2],
+}
+
+/// The instanced sprite pipeline.
+pub struct SpriteRenderer {
+    pipeline: wgpu::RenderPipeline,
+    uniform: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    instances: wgpu::Buffer,
+    capacity: usize,
+    count: u32,
+}
+
+impl SpriteRenderer {
+    pub fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> Self {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("sprites"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(SHADER)),
+        });
+        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("camera"),
+            size: std::mem::size_of::<CameraUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("camera"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }],
+        });
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("camera"),
+            layout: &layout,
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }],
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("sprites"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("sprites"),
+            layout: Some(&pl),
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[Some(wgpu::VertexBufferLayout {
+                    array_stride: std::mem::size_of::<Sprite>() as u64,
+                    step_mode: wgpu::VertexStepMode::Instance,
+                    attributes: &wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2, 2 => Float32x2, 3 => Float32x4, 4 => Float32x4],
+                })],
+            },
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format,
+                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            multiview_mask: None,
+            cache: None,
+        });
+        let capacity = 1024;
+        let instances = Self::make_buffer(device, capacity);
+        SpriteRenderer { pipeline, uniform, bind_group, instances, capacity, count: 0 }
+    }
+
+    fn make_buffer(device: &wgpu::Device, n: usize) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sprite instances"),
+            size: (n * std::mem::size_of::<Sprite>()) as u64,
+            usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Uploads the camera and this frame's sprites.
+    pub fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, size: (u32, u32), cam: &Camera, sprites: &[Sprite]) {
+        let u = CameraUniform {
+            screen: [size.0 as f32, size.1 as f32],
+            origin: [cam.origin.x, cam.origin.y],
+            scale: cam.scale,
+            time: cam.time,
+            _pad: [0.0; 2],
+        };
+        queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&u));
+        if sprites.len() > self.capacity {
+            self.capacity = sprites.len().next_power_of_two();
+            self.instances = Self::make_buffer(device, self.capacity);
+        }
+        if !sprites.is_empty() {
+            queue.write_buffer(&self.instances, 0, bytemuck::cast_slice(sprites));
+        }
+        self.count = sprites.len() as u32;
+    }
+
+    pub fn draw(&self, pass: &mut wgpu::RenderPass<'_>) {
+        if self.count == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.set_vertex_buffer(0, self.instances.slice(..));
+        pass.draw(0..6, 0..self.count);
+    }
+}
+
+/// egui output ready to paint.
+pub struct EguiFrame {
+    pub primitives: Vec<egui::ClippedPrimitive>,
+    pub textures: egui::TexturesDelta,
+    pub pixels_per_point: f32,
+}
+
+/// Sprites plus egui, into any texture view.
+pub struct Renderer {
+    pub format: wgpu::TextureFormat,
+    pub sprites: SpriteRenderer,
+    pub egui: egui_wgpu::Renderer,
+}
+
+/// The clear colour behind the arena (a deep blue-black).
+pub const BACKGROUND: wgpu::Color = wgpu::Color { r: 0.008, g: 0.009, b: 0.018, a: 1.0 };
+
+impl Renderer {
+    pub fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> Self {
+        Renderer {
+            format,
+            sprites: SpriteRenderer::new(device, format),
+            egui: egui_wgpu::Renderer::new(device, format, egui_wgpu::RendererOptions::default()),
+        }
+    }
+
+    /// Records one frame into `view` (of `size` pixels).
+    pub fn render(
+        &mut self,
+        gpu: &Gpu,
+        view: &wgpu::TextureView,
+        size: (u32, u32),
+        cam: &Camera,
+        sprites: &[Sprite],
+        ui: Option<&EguiFrame>,
+    ) -> wgpu::CommandBuffer {
+        self.sprites.prepare(&gpu.device, &gpu.queue, size, cam, sprites);
+        let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        let screen = egui_wgpu::ScreenDescriptor {
+            size_in_pixels: [size.0, size.1],
+            pixels_per_point: ui.map_or(1.0, |u| u.pixels_per_point),
+        };
+        if let Some(u) = ui {
+            for (id, deltas) in &u.textures.set {
+                for delta in deltas.iter() {
+                    self.egui.update_texture(&gpu.device, &gpu.queue, *id, delta);
+                }
+            }
+            self.egui.update_buffers(&gpu.device, &gpu.queue, &mut enc, &u.primitives, &screen);
+        }
+        {
+            let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("frame"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations { load: wgpu::LoadOp::Clear(BACKGROUND), store: wgpu::StoreOp::Store },
+                })],
+                depth_stencil_attachment: None,
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            let mut pass = pass.forget_lifetime();
+            self.sprites.draw(&mut pass);
+            if let Some(u) = ui {
+                self.egui.render(&mut pass, &u.primitives, &screen);
+            }
+        }
+        if let Some(u) = ui {
+            for id in &u.textures.free {
+                self.egui.free_texture(id);
+            }
+        }
+        enc.finish()
+    }
+}
+
+/// Renders one frame offscreen and reads it back as tightly packed RGBA8 (sRGB).
+pub fn render_to_rgba(
+    gpu: &Gpu,
+    renderer: &mut Renderer,
+    size: (u32, u32),
+    cam: &Camera,
+    sprites: &[Sprite],
+    ui: Option<&EguiFrame>,
+) -> anyhow::Result<Vec<u8>> {
+    let texture = gpu.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("offscreen"),
+        size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: renderer.format,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    let view = texture.create_view(&Default::default());
+    let cmd = renderer.render(gpu, &view, size, cam, sprites, ui);
+    gpu.queue.submit([cmd]);
+    read_texture(gpu, &texture, size)
+}
+
+/// Copies a texture back to the CPU (RGBA8 or BGRA8, returned as RGBA).
+pub fn read_texture(gpu: &Gpu, texture: &wgpu::Texture, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    let row = size.0 * 4;
+    let padded = row.div_ceil(256) * 256;
+    let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size: (padded * size.1) as u64,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    enc.copy_texture_to_buffer(
+        wgpu::TexelCopyTextureInfo { texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(size.1) },
+        },
+        wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
+    );
+    gpu.queue.submit([enc.finish()]);
+    let slice = buffer.slice(..);
+    slice.map_async(wgpu::MapMode::Read, |_| {});
+    gpu.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| anyhow!("GPU readback: {e}"))?;
+    let data = slice.get_mapped_range().map_err(|e| anyhow!("GPU readback: {e:?}"))?;
+    let bgra = matches!(texture.format(), wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb);
+    let mut out = Vec::with_capacity((row * size.1) as usize);
+    for y in 0..size.1 as usize {
+        let r = &data[y * padded as usize..y * padded as usize + row as usize];
+        if bgra {
+            for px in r.chunks_exact(4) {
+                out.extend_from_slice(&[px[2], px[1], px[0], px[3]]);
+            }
+        } else {
+            out.extend_from_slice(r);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes RGBA8 pixels as a PNG.
+pub fn write_png(path: &std::path::Path, size: (u32, u32), rgba: &[u8]) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ok();
+    }
+    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), size.0, size.1);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header()?;
+    w.write_image_data(rgba)?;
+    Ok(())
+}
+
+/// Reads a PNG as RGBA8.
+pub fn read_png(path: &std::path::Path) -> anyhow::Result<((u32, u32), Vec<u8>)> {
+    let dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path)?));
+    let mut reader = dec.read_info()?;
+    let mut buf = vec![0; reader.output_buffer_size().unwrap_or(0)];
+    let info = reader.next_frame(&mut buf)?;
+    buf.truncate(info.buffer_size());
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => buf,
+        png::ColorType::Rgb => buf.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect(),
+        other => return Err(anyhow!("unsupported PNG colour type {other:?}")),
+    };
+    Ok(((info.width, info.height), rgba))
+}

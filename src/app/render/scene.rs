@@ -1,0 +1,212 @@
+//! Turns what the client knows into sprites: the CPU half of a frame. Kept free of GPU
+//! types so it can be measured on its own (`hailfire bench` reports it at 10,000 bullets).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN_GRACE};
+use crate::sim::defs::Shape;
+use crate::sim::{BulletPool, Defs, Team, Vec2};
+
+/// One instance of the sprite shader (48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq)]
+pub struct Sprite {
+    pub pos: [f32; 2],
+    /// Half extents, world px.
+    pub size: [f32; 2],
+    /// Facing (need not be normalized; zero means +x).
+    pub dir: [f32; 2],
+    /// Linear RGBA.
+    pub color: [f32; 4],
+    /// shape, glow, core, unused.
+    pub params: [f32; 4],
+}
+
+pub const SH_ORB: f32 = 0.0;
+pub const SH_RICE: f32 = 1.0;
+pub const SH_STAR: f32 = 2.0;
+pub const SH_DIAMOND: f32 = 3.0;
+pub const SH_RING: f32 = 4.0;
+pub const SH_SHIP: f32 = 5.0;
+pub const SH_SHIELD: f32 = 6.0;
+pub const SH_ENEMY: f32 = 7.0;
+pub const SH_RECT: f32 = 8.0;
+pub const SH_FRAME: f32 = 9.0;
+pub const SH_PORTAL: f32 = 10.0;
+pub const SH_BOSS: f32 = 11.0;
+
+/// Where the view looks.
+#[derive(Clone, Copy, Debug)]
+pub struct Camera {
+    pub origin: Vec2,
+    pub scale: f32,
+    pub time: f32,
+}
+
+impl Camera {
+    /// Fits an arena in a framebuffer with a margin, centred.
+    pub fn fit(arena: Vec2, screen: (u32, u32), time: f32) -> Camera {
+        let (w, h) = (screen.0.max(1) as f32, screen.1.max(1) as f32);
+        let margin = 48.0;
+        let scale = (w / (arena.x + margin * 2.0)).min(h / (arena.y + margin * 2.0));
+        let origin = Vec2::new(arena.x / 2.0 - w / scale / 2.0, arena.y / 2.0 - h / scale / 2.0);
+        Camera { origin, scale, time }
+    }
+
+    pub fn world_to_screen(&self, p: Vec2) -> Vec2 {
+        (p - self.origin) * self.scale
+    }
+
+    pub fn screen_to_world(&self, s: Vec2) -> Vec2 {
+        s * (1.0 / self.scale) + self.origin
+    }
+}
+
+/// "#rrggbb" to linear RGBA.
+pub fn hex_color(s: &str) -> [f32; 4] {
+    let v = u32::from_str_radix(s.trim_start_matches('#'), 16).unwrap_or(0xffffff);
+    let c = |x: u32| ((x & 0xff) as f32 / 255.0).powf(2.2);
+    [c(v >> 16), c(v >> 8), c(v), 1.0]
+}
+
+/// Per-kind drawing data, looked up by index while building a frame.
+#[derive(Clone, Debug)]
+pub struct Palette {
+    pub kinds: Vec<([f32; 4], f32)>,
+    pub enemies: Vec<[f32; 4]>,
+    pub bosses: Vec<[f32; 4]>,
+}
+
+impl Palette {
+    pub fn new(defs: &Defs) -> Self {
+        let shape = |s: Shape| match s {
+            Shape::Orb => SH_ORB,
+            Shape::Rice => SH_RICE,
+            Shape::Star => SH_STAR,
+            Shape::Diamond => SH_DIAMOND,
+            Shape::Ring => SH_RING,
+        };
+        Palette {
+            kinds: defs.bullets.iter().map(|b| (hex_color(&b.color), shape(b.shape))).collect(),
+            enemies: defs.enemies.values().map(|e| hex_color(&e.color)).collect(),
+            bosses: defs.bosses.values().map(|b| hex_color(&b.color)).collect(),
+        }
+    }
+}
+
+/// A player's colour: the local ship is white-cyan, others get a stable hue from their id.
+pub fn player_color(id: u32, own: bool) -> [f32; 4] {
+    if own {
+        return [0.75, 1.0, 1.0, 1.0];
+    }
+    let hues = [[1.0, 0.55, 0.2, 1.0], [0.5, 1.0, 0.35, 1.0], [1.0, 0.4, 0.85, 1.0], [0.95, 0.9, 0.3, 1.0]];
+    hues[id as usize % hues.len()]
+}
+
+/// Everything a frame of the world shows.
+pub struct WorldView<'a> {
+    pub arena: Vec2,
+    pub bullets: &'a BulletPool,
+    /// Fraction of the way to the next tick, for drawing bullets between ticks.
+    pub alpha: f32,
+    pub players: &'a [SnapPlayer],
+    pub own_id: Option<u32>,
+    /// The local player's predicted position (drawn instead of the snapshot's).
+    pub own_pos: Option<Vec2>,
+    pub enemies: &'a [SnapEnemy],
+    pub enemy_radius: &'a [f32],
+    pub boss: Option<SnapBoss>,
+    pub boss_radius: &'a [f32],
+    /// Hub portals: name and position.
+    pub portals: &'a [(String, Vec2)],
+    pub portal_radius: f32,
+}
+
+/// Builds the frame's sprites into `out` (cleared first). Bullets go last so they are on
+/// top of everything: what can kill you is never hidden.
+pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
+    out.clear();
+    out.reserve(view.bullets.len() + 64);
+    let a = view.arena;
+    out.push(Sprite {
+        pos: [a.x / 2.0, a.y / 2.0],
+        size: [a.x / 2.0, a.y / 2.0],
+        color: [0.022, 0.024, 0.045, 1.0],
+        params: [SH_RECT, 0.0, 0.0, 0.0],
+        ..Default::default()
+    });
+    out.push(Sprite {
+        pos: [a.x / 2.0, a.y / 2.0],
+        size: [a.x / 2.0 + 3.0, a.y / 2.0 + 3.0],
+        color: [0.25, 0.3, 0.6, 1.0],
+        params: [SH_FRAME, 0.0, 0.0, 0.0],
+        ..Default::default()
+    });
+    for (_, p) in view.portals {
+        out.push(Sprite {
+            pos: [p.x, p.y],
+            size: [view.portal_radius, view.portal_radius],
+            color: [0.35, 0.55, 1.0, 1.0],
+            params: [SH_PORTAL, 0.25, 0.0, 0.0],
+            ..Default::default()
+        });
+    }
+    for e in view.enemies {
+        let r = view.enemy_radius.get(e.def as usize).copied().unwrap_or(14.0);
+        let c = palette.enemies.get(e.def as usize).copied().unwrap_or([0.8, 0.2, 0.2, 1.0]);
+        out.push(Sprite { pos: [e.pos.x, e.pos.y], size: [r, r], color: c, params: [SH_ENEMY, 0.15, 0.0, 0.0], ..Default::default() });
+    }
+    if let Some(b) = view.boss {
+        let r = view.boss_radius.get(b.def as usize).copied().unwrap_or(32.0);
+        let c = palette.bosses.get(b.def as usize).copied().unwrap_or([0.7, 0.3, 1.0, 1.0]);
+        out.push(Sprite { pos: [b.pos.x, b.pos.y], size: [r, r], color: c, params: [SH_BOSS, 0.3, 0.0, 0.0], ..Default::default() });
+    }
+    for p in view.players {
+        let own = Some(p.id) == view.own_id;
+        let pos = if own { view.own_pos.unwrap_or(p.pos) } else { p.pos };
+        let aim = p.aim as f32 / 256.0 * std::f32::consts::TAU;
+        let mut c = player_color(p.id, own);
+        if p.flags & F_DEAD != 0 {
+            c = [0.25, 0.25, 0.3, 0.6];
+        }
+        let r = crate::sim::config::PLAYER_VISUAL_RADIUS;
+        out.push(Sprite {
+            pos: [pos.x, pos.y],
+            size: [r, r],
+            dir: [aim.cos(), aim.sin()],
+            color: c,
+            params: [SH_SHIP, 0.2, 0.0, 0.0],
+        });
+        // The hitbox dot: what actually gets hit is much smaller than the ship.
+        let hb = crate::sim::config::PLAYER_HITBOX_RADIUS;
+        out.push(Sprite { pos: [pos.x, pos.y], size: [hb, hb], color: [1.0, 1.0, 1.0, 1.0], params: [SH_ORB, 0.0, 1.0, 0.0], ..Default::default() });
+        if p.flags & F_SPAWN_GRACE != 0 {
+            out.push(Sprite {
+                pos: [pos.x, pos.y],
+                size: [r + 8.0, r + 8.0],
+                color: [0.5, 0.85, 1.0, 0.8],
+                params: [SH_SHIELD, 0.3, 0.0, 0.0],
+                ..Default::default()
+            });
+        }
+    }
+    let b = view.bullets;
+    let t = view.alpha;
+    for pass in [Team::Player, Team::Enemy] {
+        for i in 0..b.len() {
+            if b.team[i] != pass {
+                continue;
+            }
+            let (vx, vy) = (b.vx[i], b.vy[i]);
+            let (color, shape) = palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
+            let r = b.radius[i];
+            out.push(Sprite {
+                pos: [b.x[i] + vx * t, b.y[i] + vy * t],
+                size: [r, r],
+                dir: [vx, vy],
+                color,
+                params: [shape, if pass == Team::Enemy { 0.6 } else { 0.2 }, 0.85, 0.0],
+            });
+        }
+    }
+}

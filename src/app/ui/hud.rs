@@ -1,0 +1,129 @@
+//! The in-game HUD, drawn with egui over the world: own HP, the boss bar with its phase
+//! name, the escape channel, the death screen (its "Return to hub" button disabled for the
+//! 3 s lockout), who is in the instance, portal names, and the network overlay.
+
+use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, Vec2 as EVec2};
+
+#[derive(Clone, Debug, Default)]
+pub struct NetOverlay {
+    pub ping_ms: f32,
+    pub loss: f32,
+    pub up_kbs: f32,
+    pub down_kbs: f32,
+    pub pred_err_px: f32,
+    pub lead: i64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct HudState {
+    pub hp: i32,
+    pub max_hp: i32,
+    pub dead: bool,
+    /// Seconds left before "Return to hub" is allowed (0 once it is).
+    pub lockout_left: f32,
+    /// Escape channel progress, 0..1 (0 when not channelling).
+    pub escape: f32,
+    pub in_dungeon: bool,
+    pub place: String,
+    /// Boss name, phase name, HP fraction.
+    pub boss: Option<(String, String, f32)>,
+    /// Name, is it us, alive.
+    pub roster: Vec<(String, bool, bool)>,
+    pub net: Option<NetOverlay>,
+    /// Portal labels in screen points.
+    pub portals: Vec<(String, Pos2)>,
+    pub banner: Option<String>,
+    pub hint: Option<String>,
+}
+
+/// What the player asked for from the HUD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HudAction {
+    ReturnToHub,
+}
+
+fn bar(p: &egui::Painter, rect: Rect, frac: f32, fill: Color32) {
+    p.rect_filled(rect, 3.0, Color32::from_rgba_unmultiplied(10, 12, 24, 220));
+    let mut f = rect;
+    f.set_width(rect.width() * frac.clamp(0.0, 1.0));
+    p.rect_filled(f, 3.0, fill);
+    p.rect_stroke(rect, 3.0, Stroke::new(1.0, Color32::from_gray(150)), egui::StrokeKind::Inside);
+}
+
+pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
+    let mut action = None;
+    let screen = ctx.content_rect();
+    let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("hud")));
+    let text = Color32::from_rgb(225, 230, 245);
+    // Portal names.
+    for (name, at) in &hud.portals {
+        p.text(*at + EVec2::new(0.0, -40.0), Align2::CENTER_BOTTOM, name, FontId::proportional(16.0), text);
+    }
+    // Own HP, bottom left.
+    let hp_rect = Rect::from_min_size(Pos2::new(16.0, screen.bottom() - 40.0), EVec2::new(260.0, 22.0));
+    let frac = hud.hp as f32 / hud.max_hp.max(1) as f32;
+    let col = if frac > 0.5 { Color32::from_rgb(70, 210, 120) } else if frac > 0.25 { Color32::from_rgb(230, 190, 60) } else { Color32::from_rgb(230, 70, 70) };
+    bar(&p, hp_rect, frac, col);
+    p.text(hp_rect.center(), Align2::CENTER_CENTER, format!("HP {} / {}", hud.hp.max(0), hud.max_hp), FontId::proportional(14.0), Color32::WHITE);
+    p.text(Pos2::new(16.0, screen.bottom() - 48.0), Align2::LEFT_BOTTOM, &hud.place, FontId::proportional(15.0), text);
+    // Boss bar, top centre.
+    if let Some((name, phase, f)) = &hud.boss {
+        let w = (screen.width() * 0.6).min(720.0);
+        let r = Rect::from_min_size(Pos2::new(screen.center().x - w / 2.0, 30.0), EVec2::new(w, 16.0));
+        bar(&p, r, *f, Color32::from_rgb(190, 80, 255));
+        p.text(r.center_top() - EVec2::new(0.0, 4.0), Align2::CENTER_BOTTOM, format!("{name} — {phase}"), FontId::proportional(16.0), text);
+    }
+    // Escape channel.
+    if hud.escape > 0.0 && !hud.dead {
+        let r = Rect::from_center_size(Pos2::new(screen.center().x, screen.bottom() - 90.0), EVec2::new(240.0, 14.0));
+        bar(&p, r, hud.escape, Color32::from_rgb(120, 180, 255));
+        p.text(r.center_top() - EVec2::new(0.0, 4.0), Align2::CENTER_BOTTOM, "Escaping to the hub… (you can still be hit)", FontId::proportional(14.0), text);
+    }
+    // Roster, top right.
+    let mut y = 60.0;
+    p.text(Pos2::new(screen.right() - 16.0, y), Align2::RIGHT_TOP, "In this place", FontId::proportional(13.0), Color32::from_gray(160));
+    for (name, own, alive) in &hud.roster {
+        y += 18.0;
+        let c = if !alive { Color32::from_gray(110) } else if *own { Color32::from_rgb(170, 255, 255) } else { text };
+        p.text(Pos2::new(screen.right() - 16.0, y), Align2::RIGHT_TOP, name, FontId::proportional(14.0), c);
+    }
+    if let Some(n) = &hud.net {
+        let lines = format!(
+            "ping {:.0} ms   loss {:.1} %\nup {:.2} KB/s   down {:.2} KB/s\nprediction error {:.2} px   lead {}",
+            n.ping_ms,
+            n.loss * 100.0,
+            n.up_kbs,
+            n.down_kbs,
+            n.pred_err_px,
+            n.lead
+        );
+        let r = Rect::from_min_size(Pos2::new(12.0, 12.0), EVec2::new(300.0, 58.0));
+        p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
+        p.text(r.min + EVec2::new(8.0, 6.0), Align2::LEFT_TOP, lines, FontId::monospace(12.0), Color32::from_rgb(160, 255, 160));
+    }
+    if let Some(b) = &hud.banner {
+        p.text(screen.center() - EVec2::new(0.0, 120.0), Align2::CENTER_CENTER, b, FontId::proportional(34.0), Color32::from_rgb(255, 230, 140));
+    }
+    if let Some(h) = &hud.hint {
+        p.text(Pos2::new(screen.center().x, screen.bottom() - 16.0), Align2::CENTER_BOTTOM, h, FontId::proportional(13.0), Color32::from_gray(170));
+    }
+    if hud.dead {
+        p.rect_filled(screen, 0.0, Color32::from_rgba_unmultiplied(40, 0, 0, 140));
+        egui::Area::new(egui::Id::unique("death")).anchor(Align2::CENTER_CENTER, EVec2::ZERO).show(ctx, |ui| {
+            ui.vertical_centered(|ui| {
+                ui.label(egui::RichText::new("You died").size(40.0).color(Color32::from_rgb(255, 120, 110)));
+                ui.add_space(12.0);
+                let ready = hud.lockout_left <= 0.0;
+                let label = if ready { "Return to hub".to_string() } else { format!("Return to hub ({:.1} s)", hud.lockout_left) };
+                let b = ui.add_enabled(ready, egui::Button::new(egui::RichText::new(label).size(20.0)).min_size(EVec2::new(220.0, 40.0)));
+                if ready {
+                    b.request_focus();
+                }
+                if b.clicked() {
+                    action = Some(HudAction::ReturnToHub);
+                }
+            });
+        });
+    }
+    action
+}

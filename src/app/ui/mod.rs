@@ -1,0 +1,3 @@
+//! egui screens: the HUD (`hud`) and the menus (`menu`).
+
+pub mod hud;
