@@ -137,7 +137,8 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         rgb = mix(rgb, vec3(1.0, 1.0, 1.0), rim * 0.6);
     }
     if (glow > 0.0 && d > 0.0) {
-        let g = exp(-d * 3.5) * 0.55;
+        // Soft halo that reaches zero before the quad's edge (no visible square).
+        let g = exp(-d * 3.5) * 0.55 * (1.0 - smoothstep(0.0, glow, d));
         return vec4(i.color.rgb, max(alpha, g * i.color.a));
     }
     return vec4(rgb, alpha);

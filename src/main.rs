@@ -56,6 +56,18 @@ enum Command {
         #[arg(long, default_value = "clean")]
         link: String,
     },
+    /// Render a fixed scene offscreen to a PNG (no window needed).
+    Render {
+        /// bullets, boss_hud or death.
+        #[arg(long)]
+        scene: String,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 720)]
+        height: u32,
+    },
     /// Measure simulation cost per tick (boss fight, 10,000-bullet stress) and boss survival.
     Bench {
         /// Shorter runs (for CI smoke).
@@ -122,6 +134,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Bench { quick, net }) => bench(quick, net),
+        Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         None => {
             eprintln!("hailfire: the desktop client is not built yet; try `hailfire --dedicated`, `hailfire bot`, `hailfire mods check` or `hailfire bench`");
             ExitCode::from(2)
@@ -185,6 +198,24 @@ fn bot(
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn render(scene: &str, out: &std::path::Path, size: (u32, u32)) -> ExitCode {
+    let content = hailfire::content::Content::load_default();
+    let run = || -> anyhow::Result<()> {
+        let gpu = hailfire::app::render::Gpu::headless()?;
+        let rgba = hailfire::app::scenes::render_scene(&gpu, &content, scene, size)?;
+        hailfire::app::render::write_png(out, size, &rgba)?;
+        println!("wrote {} ({}x{}, {})", out.display(), size.0, size.1, gpu.adapter_name());
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hailfire render: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

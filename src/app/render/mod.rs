@@ -216,15 +216,15 @@ impl Renderer {
         size: (u32, u32),
         cam: &Camera,
         sprites: &[Sprite],
-        ui: Option<&EguiFrame>,
+        mut ui: Option<&mut EguiFrame>,
     ) -> wgpu::CommandBuffer {
         self.sprites.prepare(&gpu.device, &gpu.queue, size, cam, sprites);
         let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [size.0, size.1],
-            pixels_per_point: ui.map_or(1.0, |u| u.pixels_per_point),
+            pixels_per_point: ui.as_ref().map_or(1.0, |u| u.pixels_per_point),
         };
-        if let Some(u) = ui {
+        if let Some(u) = ui.as_deref() {
             for (id, deltas) in &u.textures.set {
                 for delta in deltas.iter() {
                     self.egui.update_texture(&gpu.device, &gpu.queue, *id, delta);
@@ -248,14 +248,16 @@ impl Renderer {
             });
             let mut pass = pass.forget_lifetime();
             self.sprites.draw(&mut pass);
-            if let Some(u) = ui {
+            if let Some(u) = ui.as_deref() {
                 self.egui.render(&mut pass, &u.primitives, &screen);
             }
         }
-        if let Some(u) = ui {
+        if let Some(u) = ui.as_deref_mut() {
             for id in &u.textures.free {
                 self.egui.free_texture(id);
             }
+            // Applied: egui insists every delta is handled before it is dropped.
+            u.textures.clear();
         }
         enc.finish()
     }
@@ -268,7 +270,7 @@ pub fn render_to_rgba(
     size: (u32, u32),
     cam: &Camera,
     sprites: &[Sprite],
-    ui: Option<&EguiFrame>,
+    ui: Option<&mut EguiFrame>,
 ) -> anyhow::Result<Vec<u8>> {
     let texture = gpu.device.create_texture(&wgpu::TextureDescriptor {
         label: Some("offscreen"),

@@ -1,0 +1,193 @@
+//! Fixed scenes rendered offscreen: the golden-image tests compare them with checked-in
+//! PNGs, and `hailfire render --scene NAME --out FILE.png` writes them from the command line.
+
+use anyhow::bail;
+
+use super::render::{self, scene, Camera, EguiFrame, Gpu, Renderer};
+use super::ui::hud::{self, HudState, NetOverlay};
+use crate::content::Content;
+use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN_GRACE};
+use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
+use crate::sim::{InputFrame, Vec2, World};
+
+pub const SCENES: [&str; 3] = ["bullets", "boss_hud", "death"];
+
+/// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
+/// and returns what to paint.
+pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&egui::Context)) -> EguiFrame {
+    let raw = |t: f64| egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size.0 as f32, size.1 as f32))),
+        time: Some(t),
+        ..Default::default()
+    };
+    let mut textures = egui::TexturesDelta::default();
+    for t in 0..3 {
+        let mut o = ctx.run_ui(raw(t as f64), |ui_| ui(ui_.ctx()));
+        textures.append(std::mem::take(&mut o.textures_delta));
+    }
+    let mut out = ctx.run_ui(raw(3.0), |ui_| ui(ui_.ctx()));
+    textures.append(std::mem::take(&mut out.textures_delta));
+    let primitives = ctx.tessellate(out.shapes, out.pixels_per_point);
+    EguiFrame { primitives, textures, pixels_per_point: out.pixels_per_point }
+}
+
+struct Fixture {
+    arena: Vec2,
+    bullets: BulletPool,
+    players: Vec<SnapPlayer>,
+    enemies: Vec<SnapEnemy>,
+    boss: Option<SnapBoss>,
+    hud: Option<HudState>,
+}
+
+fn player(id: u32, pos: Vec2, flags: u8) -> SnapPlayer {
+    SnapPlayer { id, pos, hp: 100, flags, escape: 0, aim: 192 }
+}
+
+fn bullet_field(content: &Content) -> Fixture {
+    let arena = Vec2::new(960.0, 720.0);
+    let mut pool = BulletPool::new();
+    let mut uid = 1;
+    let kinds = content.defs.bullets.len();
+    for (k, _) in content.defs.bullets.iter().enumerate() {
+        let y = 80.0 + k as f32 * (560.0 / kinds.max(1) as f32);
+        for j in 0..14 {
+            let s = BulletSpawn {
+                uid,
+                pos: Vec2::new(90.0 + j as f32 * 56.0, y),
+                angle: j as f32 * 27.0,
+                speed: 2.0,
+                radius: content.defs.bullets[k].radius,
+                lifetime: 600,
+                kind: k as u16,
+                team: if content.defs.bullets[k].id == "player_shot" { Team::Player } else { Team::Enemy },
+                accel: 0.0,
+                turn: 0.0,
+                max_speed: f32::INFINITY,
+                tick: 0,
+            };
+            pool.spawn(&s, 0);
+            uid += 1;
+        }
+    }
+    Fixture {
+        arena,
+        bullets: pool,
+        players: vec![player(1, Vec2::new(400.0, 680.0), 0), player(2, Vec2::new(560.0, 680.0), F_SPAWN_GRACE)],
+        enemies: vec![],
+        boss: None,
+        hud: None,
+    }
+}
+
+/// A real Warden fight, 300 ticks in, with four scripted players (deterministic).
+fn boss_fight(content: &Content, dead: bool) -> Fixture {
+    let mut w = World::new(content.defs.clone(), content.script_factory(), 11);
+    for id in 1..=4 {
+        w.add_player(id, &format!("player{id}"));
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let inst = w.instance_of(1).expect("in the dungeon");
+    let defs = w.defs.clone();
+    let mut ev = Vec::new();
+    let t = w.tick;
+    w.instances.get_mut(&inst).expect("instance").start_boss(&defs, t, &mut ev);
+    w.instances.get_mut(&inst).expect("instance").force_boss_hp(&defs, 0.55, &mut ev);
+    for k in 0..300u32 {
+        for id in 1..=4u32 {
+            let a = k as f32 * 0.03 + id as f32 * 1.3;
+            let _ = w.queue_input(id, InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos() * 0.4), aim: -90.0, buttons: 1 });
+        }
+        for p in w.instances.get_mut(&inst).expect("instance").players.iter_mut() {
+            p.hp = p.hp.max(40);
+        }
+        w.step();
+    }
+    let i = &w.instances[&inst];
+    let enemy_index: Vec<&String> = defs.enemies.keys().collect();
+    let players = i
+        .players
+        .iter()
+        .map(|p| {
+            let mut f = if p.grace > 0 { F_SPAWN_GRACE } else { 0 };
+            if dead && p.id == 1 {
+                f |= F_DEAD;
+            }
+            SnapPlayer { id: p.id, pos: p.pos, hp: p.hp.clamp(0, 255) as u8, flags: f, escape: 0, aim: 192 }
+        })
+        .collect();
+    let enemies = i
+        .enemies
+        .iter()
+        .map(|e| SnapEnemy {
+            id: e.id,
+            def: enemy_index.iter().position(|k| **k == e.def).unwrap_or(0) as u16,
+            pos: e.pos,
+            hp: e.hp.max(0) as u32,
+        })
+        .collect();
+    let b = i.boss.as_ref().expect("boss");
+    let boss_def = defs.bosses.keys().position(|k| *k == b.def).unwrap_or(0) as u16;
+    let bd = &defs.bosses[&b.def];
+    let hud = HudState {
+        hp: if dead { 0 } else { 70 },
+        max_hp: 100,
+        dead,
+        lockout_left: if dead { 1.8 } else { 0.0 },
+        escape: if dead { 0.0 } else { 0.45 },
+        in_dungeon: true,
+        place: defs.dungeons["warden_keep"].name.clone(),
+        boss: Some((bd.name.clone(), bd.phases[b.phase].name.clone(), b.hp as f32 / b.max_hp as f32)),
+        roster: (1..=4).map(|id| (format!("player{id}"), id == 1, !(dead && id == 1))).collect(),
+        net: (!dead).then(|| NetOverlay { ping_ms: 42.0, loss: 0.01, up_kbs: 1.23, down_kbs: 2.9, pred_err_px: 0.05, lead: 6 }),
+        portals: vec![],
+        banner: None,
+        hint: None,
+    };
+    Fixture {
+        arena: i.arena,
+        bullets: i.bullets.clone(),
+        players,
+        enemies,
+        boss: Some(SnapBoss { def: boss_def, pos: b.pos, hp: b.hp as u32, max_hp: b.max_hp as u32, phase: b.phase as u8 }),
+        hud: Some(hud),
+    }
+}
+
+/// Renders a named scene at `size`; returns RGBA8 pixels.
+pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    let f = match name {
+        "bullets" => bullet_field(content),
+        "boss_hud" => boss_fight(content, false),
+        "death" => boss_fight(content, true),
+        other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
+    };
+    let palette = scene::Palette::new(&content.defs);
+    let enemy_r: Vec<f32> = content.defs.enemies.values().map(|e| e.radius).collect();
+    let boss_r: Vec<f32> = content.defs.bosses.values().map(|b| b.radius).collect();
+    let view = scene::WorldView {
+        arena: f.arena,
+        bullets: &f.bullets,
+        alpha: 0.0,
+        players: &f.players,
+        own_id: Some(1),
+        own_pos: None,
+        enemies: &f.enemies,
+        enemy_radius: &enemy_r,
+        boss: f.boss,
+        boss_radius: &boss_r,
+        portals: &[],
+        portal_radius: content.defs.hub.portal_radius,
+    };
+    let mut sprites = Vec::new();
+    scene::build(&view, &palette, &mut sprites);
+    let cam = Camera::fit(f.arena, size, 0.0);
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    let mut ui = f.hud.as_ref().map(|h| {
+        let ctx = egui::Context::default();
+        egui_frame(&ctx, size, |ctx| {
+            hud::draw(ctx, h);
+        })
+    });
+    render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, ui.as_mut())
+}

@@ -1,0 +1,75 @@
+//! Golden images: fixed scenes rendered offscreen with real wgpu (lavapipe, the software
+//! Vulkan rasteriser, in CI) and compared with checked-in PNGs with a tolerance. A failure
+//! writes the actual image and the difference to `target/golden/`. `HAILFIRE_BLESS=1`
+//! rewrites the checked-in images after a deliberate change.
+
+use std::path::{Path, PathBuf};
+
+use hailfire::app::render::{read_png, write_png, Gpu};
+use hailfire::app::scenes::{render_scene, SCENES};
+use hailfire::content::{self, ModRoot};
+
+const SIZE: (u32, u32) = (640, 360);
+/// A pixel differs when any channel is off by more than this.
+const CHANNEL_TOLERANCE: i32 = 40;
+/// The share of differing pixels a scene may have (Vulkan and GL rasterise edges slightly
+/// differently; the scenes are the same).
+const MAX_DIFFERING: f64 = 0.01;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+#[test]
+fn golden_scenes_match() {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    let gpu = Gpu::headless().expect("a GPU adapter: install mesa-vulkan-drivers (lavapipe) to run this test");
+    let bless = std::env::var("HAILFIRE_BLESS").is_ok_and(|v| v == "1");
+    let mut failures = Vec::new();
+    for scene in SCENES {
+        let actual = render_scene(&gpu, &c, scene, SIZE).unwrap();
+        let golden = root().join("tests/golden").join(format!("{scene}.png"));
+        if bless {
+            write_png(&golden, SIZE, &actual).unwrap();
+            continue;
+        }
+        let (gsize, expected) = read_png(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+        assert_eq!(gsize, SIZE, "{scene}: golden has the wrong size");
+        // A blank or near-blank frame must never pass as "close enough".
+        let lit = actual.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 120).count();
+        assert!(lit > 500, "{scene}: the frame is nearly empty ({lit} lit pixels)");
+        let mut diff = vec![0u8; actual.len()];
+        let mut bad = 0usize;
+        for (i, (a, e)) in actual.chunks_exact(4).zip(expected.chunks_exact(4)).enumerate() {
+            let d = (0..3).map(|k| (a[k] as i32 - e[k] as i32).abs()).max().unwrap_or(0);
+            if d > CHANNEL_TOLERANCE {
+                bad += 1;
+                diff[i * 4..i * 4 + 4].copy_from_slice(&[255, 0, 255, 255]);
+            } else {
+                let g = (e[0] / 4).max(e[1] / 4);
+                diff[i * 4..i * 4 + 4].copy_from_slice(&[g, g, g, 255]);
+            }
+        }
+        let share = bad as f64 / (SIZE.0 * SIZE.1) as f64;
+        if share > MAX_DIFFERING {
+            let out = root().join("target/golden");
+            write_png(&out.join(format!("{scene}.actual.png")), SIZE, &actual).unwrap();
+            write_png(&out.join(format!("{scene}.diff.png")), SIZE, &diff).unwrap();
+            failures.push(format!("{scene}: {:.2} % of pixels differ (see target/golden/{scene}.actual.png and .diff.png)", share * 100.0));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_different_scene_does_not_match_the_golden() {
+    // The comparison can fail: the bullet field is not the death screen.
+    let (_, a) = read_png(&root().join("tests/golden/bullets.png")).unwrap();
+    let (_, b) = read_png(&root().join("tests/golden/death.png")).unwrap();
+    let bad = a
+        .chunks_exact(4)
+        .zip(b.chunks_exact(4))
+        .filter(|(x, y)| (0..3).any(|k| (x[k] as i32 - y[k] as i32).abs() > CHANNEL_TOLERANCE))
+        .count();
+    assert!(bad as f64 / (SIZE.0 * SIZE.1) as f64 > MAX_DIFFERING);
+}
