@@ -1,4 +1,10 @@
 //! The `hailfire` program: picks a mode from the command line and runs it. Nothing else.
+//!
+//! On Windows, release builds use the GUI subsystem so that a double-click opens no console
+//! window; when started from a terminal (`--dedicated`, `bot`, `mods check`, ...) the program
+//! attaches to the parent's console so that its output still appears there.
+
+#![cfg_attr(all(windows, not(debug_assertions)), windows_subsystem = "windows")]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +28,41 @@ struct Cli {
     /// Stop the dedicated server after this many seconds.
     #[arg(long)]
     exit_after: Option<f64>,
+    /// Go straight to host-and-play.
+    #[arg(long)]
+    host: bool,
+    /// Go straight into a server: HOST[:PORT].
+    #[arg(long)]
+    join: Option<String>,
+    /// Player name (saved in settings).
+    #[arg(long)]
+    name: Option<String>,
+    /// Write a PNG of the window's frame this many seconds after start (with --capture).
+    #[arg(long, requires = "capture")]
+    capture_after: Option<f64>,
+    /// Where --capture-after writes.
+    #[arg(long)]
+    capture: Option<PathBuf>,
+    /// Quit the game this many seconds after start.
+    #[arg(long)]
+    quit_after: Option<f64>,
 }
+
+#[cfg(windows)]
+fn attach_console() {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn AttachConsole(process_id: u32) -> i32;
+    }
+    const ATTACH_PARENT_PROCESS: u32 = u32::MAX;
+    // SAFETY: a plain Win32 call with no pointers; failure (no parent console) is fine.
+    unsafe {
+        AttachConsole(ATTACH_PARENT_PROCESS);
+    }
+}
+
+#[cfg(not(windows))]
+fn attach_console() {}
 
 #[derive(Subcommand)]
 enum Command {
@@ -90,6 +130,7 @@ enum ModsAction {
 }
 
 fn main() -> ExitCode {
+    attach_console();
     let cli = Cli::parse();
     if cli.dedicated {
         hailfire::logging::init(Some("server"));
@@ -136,8 +177,21 @@ fn main() -> ExitCode {
         Some(Command::Bench { quick, net }) => bench(quick, net),
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         None => {
-            eprintln!("hailfire: the desktop client is not built yet; try `hailfire --dedicated`, `hailfire bot`, `hailfire mods check` or `hailfire bench`");
-            ExitCode::from(2)
+            hailfire::logging::init(Some("game"));
+            let opts = hailfire::app::AppOptions {
+                host: cli.host,
+                join: cli.join,
+                name: cli.name,
+                capture: cli.capture_after.zip(cli.capture),
+                quit_after: cli.quit_after,
+            };
+            match hailfire::app::run(opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("hailfire: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

@@ -55,7 +55,10 @@ fn golden_scenes_match() {
             let out = root().join("target/golden");
             write_png(&out.join(format!("{scene}.actual.png")), SIZE, &actual).unwrap();
             write_png(&out.join(format!("{scene}.diff.png")), SIZE, &diff).unwrap();
-            failures.push(format!("{scene}: {:.2} % of pixels differ (see target/golden/{scene}.actual.png and .diff.png)", share * 100.0));
+            failures.push(format!(
+                "{scene}: {:.2} % of pixels differ (see target/golden/{scene}.actual.png and .diff.png)",
+                share * 100.0
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -96,7 +96,10 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
     for k in 0..300u32 {
         for id in 1..=4u32 {
             let a = k as f32 * 0.03 + id as f32 * 1.3;
-            let _ = w.queue_input(id, InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos() * 0.4), aim: -90.0, buttons: 1 });
+            let _ = w.queue_input(
+                id,
+                InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos() * 0.4), aim: -90.0, buttons: 1 },
+            );
         }
         for p in w.instances.get_mut(&inst).expect("instance").players.iter_mut() {
             p.hp = p.hp.max(40);
@@ -139,7 +142,14 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         place: defs.dungeons["warden_keep"].name.clone(),
         boss: Some((bd.name.clone(), bd.phases[b.phase].name.clone(), b.hp as f32 / b.max_hp as f32)),
         roster: (1..=4).map(|id| (format!("player{id}"), id == 1, !(dead && id == 1))).collect(),
-        net: (!dead).then(|| NetOverlay { ping_ms: 42.0, loss: 0.01, up_kbs: 1.23, down_kbs: 2.9, pred_err_px: 0.05, lead: 6 }),
+        net: (!dead).then(|| NetOverlay {
+            ping_ms: 42.0,
+            loss: 0.01,
+            up_kbs: 1.23,
+            down_kbs: 2.9,
+            pred_err_px: 0.05,
+            lead: 6,
+        }),
         portals: vec![],
         banner: None,
         hint: None,
@@ -149,7 +159,13 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         bullets: i.bullets.clone(),
         players,
         enemies,
-        boss: Some(SnapBoss { def: boss_def, pos: b.pos, hp: b.hp as u32, max_hp: b.max_hp as u32, phase: b.phase as u8 }),
+        boss: Some(SnapBoss {
+            def: boss_def,
+            pos: b.pos,
+            hp: b.hp as u32,
+            max_hp: b.max_hp as u32,
+            phase: b.phase as u8,
+        }),
         hud: Some(hud),
     }
 }

@@ -152,7 +152,14 @@ impl SpriteRenderer {
     }
 
     /// Uploads the camera and this frame's sprites.
-    pub fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, size: (u32, u32), cam: &Camera, sprites: &[Sprite]) {
+    pub fn prepare(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        size: (u32, u32),
+        cam: &Camera,
+        sprites: &[Sprite],
+    ) {
         let u = CameraUniform {
             screen: [size.0 as f32, size.1 as f32],
             origin: [cam.origin.x, cam.origin.y],
@@ -300,17 +307,28 @@ pub fn read_texture(gpu: &Gpu, texture: &wgpu::Texture, size: (u32, u32)) -> any
     });
     let mut enc = gpu.device.create_command_encoder(&Default::default());
     enc.copy_texture_to_buffer(
-        wgpu::TexelCopyTextureInfo { texture, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyTextureInfo {
+            texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
         wgpu::TexelCopyBufferInfo {
             buffer: &buffer,
-            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(padded), rows_per_image: Some(size.1) },
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(padded),
+                rows_per_image: Some(size.1),
+            },
         },
         wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
     );
     gpu.queue.submit([enc.finish()]);
     let slice = buffer.slice(..);
     slice.map_async(wgpu::MapMode::Read, |_| {});
-    gpu.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(|e| anyhow!("GPU readback: {e}"))?;
+    gpu.device
+        .poll(wgpu::PollType::Wait { submission_index: None, timeout: None })
+        .map_err(|e| anyhow!("GPU readback: {e}"))?;
     let data = slice.get_mapped_range().map_err(|e| anyhow!("GPU readback: {e:?}"))?;
     let bgra = matches!(texture.format(), wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb);
     let mut out = Vec::with_capacity((row * size.1) as usize);

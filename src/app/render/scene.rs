@@ -154,12 +154,24 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     for e in view.enemies {
         let r = view.enemy_radius.get(e.def as usize).copied().unwrap_or(14.0);
         let c = palette.enemies.get(e.def as usize).copied().unwrap_or([0.8, 0.2, 0.2, 1.0]);
-        out.push(Sprite { pos: [e.pos.x, e.pos.y], size: [r, r], color: c, params: [SH_ENEMY, 0.15, 0.0, 0.0], ..Default::default() });
+        out.push(Sprite {
+            pos: [e.pos.x, e.pos.y],
+            size: [r, r],
+            color: c,
+            params: [SH_ENEMY, 0.15, 0.0, 0.0],
+            ..Default::default()
+        });
     }
     if let Some(b) = view.boss {
         let r = view.boss_radius.get(b.def as usize).copied().unwrap_or(32.0);
         let c = palette.bosses.get(b.def as usize).copied().unwrap_or([0.7, 0.3, 1.0, 1.0]);
-        out.push(Sprite { pos: [b.pos.x, b.pos.y], size: [r, r], color: c, params: [SH_BOSS, 0.3, 0.0, 0.0], ..Default::default() });
+        out.push(Sprite {
+            pos: [b.pos.x, b.pos.y],
+            size: [r, r],
+            color: c,
+            params: [SH_BOSS, 0.3, 0.0, 0.0],
+            ..Default::default()
+        });
     }
     for p in view.players {
         let own = Some(p.id) == view.own_id;
@@ -179,7 +191,13 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
         });
         // The hitbox dot: what actually gets hit is much smaller than the ship.
         let hb = crate::sim::config::PLAYER_HITBOX_RADIUS;
-        out.push(Sprite { pos: [pos.x, pos.y], size: [hb, hb], color: [1.0, 1.0, 1.0, 1.0], params: [SH_ORB, 0.0, 1.0, 0.0], ..Default::default() });
+        out.push(Sprite {
+            pos: [pos.x, pos.y],
+            size: [hb, hb],
+            color: [1.0, 1.0, 1.0, 1.0],
+            params: [SH_ORB, 0.0, 1.0, 0.0],
+            ..Default::default()
+        });
         if p.flags & F_SPAWN_GRACE != 0 {
             out.push(Sprite {
                 pos: [pos.x, pos.y],
@@ -198,7 +216,8 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 continue;
             }
             let (vx, vy) = (b.vx[i], b.vy[i]);
-            let (color, shape) = palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
+            let (color, shape) =
+                palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
             let r = b.radius[i];
             out.push(Sprite {
                 pos: [b.x[i] + vx * t, b.y[i] + vy * t],

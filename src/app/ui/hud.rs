@@ -62,29 +62,65 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     // Own HP, bottom left.
     let hp_rect = Rect::from_min_size(Pos2::new(16.0, screen.bottom() - 40.0), EVec2::new(260.0, 22.0));
     let frac = hud.hp as f32 / hud.max_hp.max(1) as f32;
-    let col = if frac > 0.5 { Color32::from_rgb(70, 210, 120) } else if frac > 0.25 { Color32::from_rgb(230, 190, 60) } else { Color32::from_rgb(230, 70, 70) };
+    let col = if frac > 0.5 {
+        Color32::from_rgb(70, 210, 120)
+    } else if frac > 0.25 {
+        Color32::from_rgb(230, 190, 60)
+    } else {
+        Color32::from_rgb(230, 70, 70)
+    };
     bar(&p, hp_rect, frac, col);
-    p.text(hp_rect.center(), Align2::CENTER_CENTER, format!("HP {} / {}", hud.hp.max(0), hud.max_hp), FontId::proportional(14.0), Color32::WHITE);
+    p.text(
+        hp_rect.center(),
+        Align2::CENTER_CENTER,
+        format!("HP {} / {}", hud.hp.max(0), hud.max_hp),
+        FontId::proportional(14.0),
+        Color32::WHITE,
+    );
     p.text(Pos2::new(16.0, screen.bottom() - 48.0), Align2::LEFT_BOTTOM, &hud.place, FontId::proportional(15.0), text);
     // Boss bar, top centre.
     if let Some((name, phase, f)) = &hud.boss {
         let w = (screen.width() * 0.6).min(720.0);
         let r = Rect::from_min_size(Pos2::new(screen.center().x - w / 2.0, 30.0), EVec2::new(w, 16.0));
         bar(&p, r, *f, Color32::from_rgb(190, 80, 255));
-        p.text(r.center_top() - EVec2::new(0.0, 4.0), Align2::CENTER_BOTTOM, format!("{name} — {phase}"), FontId::proportional(16.0), text);
+        p.text(
+            r.center_top() - EVec2::new(0.0, 4.0),
+            Align2::CENTER_BOTTOM,
+            format!("{name} — {phase}"),
+            FontId::proportional(16.0),
+            text,
+        );
     }
     // Escape channel.
     if hud.escape > 0.0 && !hud.dead {
         let r = Rect::from_center_size(Pos2::new(screen.center().x, screen.bottom() - 90.0), EVec2::new(240.0, 14.0));
         bar(&p, r, hud.escape, Color32::from_rgb(120, 180, 255));
-        p.text(r.center_top() - EVec2::new(0.0, 4.0), Align2::CENTER_BOTTOM, "Escaping to the hub… (you can still be hit)", FontId::proportional(14.0), text);
+        p.text(
+            r.center_top() - EVec2::new(0.0, 4.0),
+            Align2::CENTER_BOTTOM,
+            "Escaping to the hub… (you can still be hit)",
+            FontId::proportional(14.0),
+            text,
+        );
     }
     // Roster, top right.
     let mut y = 60.0;
-    p.text(Pos2::new(screen.right() - 16.0, y), Align2::RIGHT_TOP, "In this place", FontId::proportional(13.0), Color32::from_gray(160));
+    p.text(
+        Pos2::new(screen.right() - 16.0, y),
+        Align2::RIGHT_TOP,
+        "In this place",
+        FontId::proportional(13.0),
+        Color32::from_gray(160),
+    );
     for (name, own, alive) in &hud.roster {
         y += 18.0;
-        let c = if !alive { Color32::from_gray(110) } else if *own { Color32::from_rgb(170, 255, 255) } else { text };
+        let c = if !alive {
+            Color32::from_gray(110)
+        } else if *own {
+            Color32::from_rgb(170, 255, 255)
+        } else {
+            text
+        };
         p.text(Pos2::new(screen.right() - 16.0, y), Align2::RIGHT_TOP, name, FontId::proportional(14.0), c);
     }
     if let Some(n) = &hud.net {
@@ -99,13 +135,31 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         );
         let r = Rect::from_min_size(Pos2::new(12.0, 12.0), EVec2::new(300.0, 58.0));
         p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
-        p.text(r.min + EVec2::new(8.0, 6.0), Align2::LEFT_TOP, lines, FontId::monospace(12.0), Color32::from_rgb(160, 255, 160));
+        p.text(
+            r.min + EVec2::new(8.0, 6.0),
+            Align2::LEFT_TOP,
+            lines,
+            FontId::monospace(12.0),
+            Color32::from_rgb(160, 255, 160),
+        );
     }
     if let Some(b) = &hud.banner {
-        p.text(screen.center() - EVec2::new(0.0, 120.0), Align2::CENTER_CENTER, b, FontId::proportional(34.0), Color32::from_rgb(255, 230, 140));
+        p.text(
+            screen.center() - EVec2::new(0.0, 120.0),
+            Align2::CENTER_CENTER,
+            b,
+            FontId::proportional(34.0),
+            Color32::from_rgb(255, 230, 140),
+        );
     }
     if let Some(h) = &hud.hint {
-        p.text(Pos2::new(screen.center().x, screen.bottom() - 16.0), Align2::CENTER_BOTTOM, h, FontId::proportional(13.0), Color32::from_gray(170));
+        p.text(
+            Pos2::new(screen.center().x, screen.bottom() - 16.0),
+            Align2::CENTER_BOTTOM,
+            h,
+            FontId::proportional(13.0),
+            Color32::from_gray(170),
+        );
     }
     if hud.dead {
         p.rect_filled(screen, 0.0, Color32::from_rgba_unmultiplied(40, 0, 0, 140));
@@ -114,8 +168,15 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
                 ui.label(egui::RichText::new("You died").size(40.0).color(Color32::from_rgb(255, 120, 110)));
                 ui.add_space(12.0);
                 let ready = hud.lockout_left <= 0.0;
-                let label = if ready { "Return to hub".to_string() } else { format!("Return to hub ({:.1} s)", hud.lockout_left) };
-                let b = ui.add_enabled(ready, egui::Button::new(egui::RichText::new(label).size(20.0)).min_size(EVec2::new(220.0, 40.0)));
+                let label = if ready {
+                    "Return to hub".to_string()
+                } else {
+                    format!("Return to hub ({:.1} s)", hud.lockout_left)
+                };
+                let b = ui.add_enabled(
+                    ready,
+                    egui::Button::new(egui::RichText::new(label).size(20.0)).min_size(EVec2::new(220.0, 40.0)),
+                );
                 if ready {
                     b.request_focus();
                 }

@@ -1,0 +1,281 @@
+//! A game in progress: the client (and, when hosting, the listen server), what the HUD
+//! shows, and which sounds the last tick's events call for.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::audio::Audio;
+use super::render::scene::{self, Camera, Palette, Sprite, WorldView};
+use super::ui::hud::{HudState, NetOverlay};
+use crate::client::{Client, ClientEvent};
+use crate::content::Content;
+use crate::net::Transport;
+use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD};
+use crate::server::listen::ListenServer;
+use crate::sim::{Vec2, PLAYER_MAX_HP, RESPAWN_LOCKOUT_TICKS, TICK_RATE};
+
+pub struct Session {
+    pub client: Client<Box<dyn Transport>>,
+    pub server: Option<ListenServer>,
+    /// "Friends join at …" when hosting.
+    pub host_info: Option<String>,
+    pub menu_open: bool,
+    pub menu_focus: bool,
+    /// The menu's "Return to hub": escape is held for the player until they arrive.
+    pub returning: bool,
+    dead_since: Option<Instant>,
+    pub started: Instant,
+    pub arrived_hub: bool,
+    rates: (Instant, u64, u64, f32, f32),
+    fire_cd: u32,
+    pub banner: Option<(String, Instant)>,
+    last_roster: Vec<String>,
+}
+
+/// The address friends can use: the machine's LAN address if it has one.
+fn lan_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("10.255.255.255:9").ok()?;
+    s.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())
+}
+
+impl Session {
+    pub fn new(client: Client<Box<dyn Transport>>, server: Option<ListenServer>) -> Session {
+        let host_info = server.as_ref().map(|s| {
+            let port = s.addr.port();
+            match lan_ip() {
+                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port})"),
+                None => format!("Hosting on UDP port {port}"),
+            }
+        });
+        Session {
+            client,
+            server,
+            host_info,
+            menu_open: false,
+            menu_focus: false,
+            returning: false,
+            dead_since: None,
+            started: Instant::now(),
+            arrived_hub: false,
+            rates: (Instant::now(), 0, 0, 0.0, 0.0),
+            fire_cd: 0,
+            banner: None,
+            last_roster: Vec::new(),
+        }
+    }
+
+    pub fn host(content: &Content, name: &str, port: u16) -> anyhow::Result<Session> {
+        let bind: SocketAddr = format!("0.0.0.0:{port}").parse()?;
+        let server = match ListenServer::start(content.clone(), bind, Default::default()) {
+            Ok(s) => s,
+            // The port is taken (another game?): take any free one and say which.
+            Err(_) => ListenServer::start(content.clone(), "0.0.0.0:0".parse()?, Default::default())?,
+        };
+        let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, content.digest());
+        Ok(Session::new(client, Some(server)))
+    }
+
+    pub fn join(content: &Content, name: &str, addr: &str) -> anyhow::Result<Session> {
+        let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
+        let net = crate::net::EnetTransport::connect(sa)?;
+        Ok(Session::new(Client::new(Box::new(net), name, content.digest()), None))
+    }
+
+    pub fn in_dungeon(&self) -> bool {
+        self.client.view.as_ref().is_some_and(|v| !v.dungeon.is_empty())
+    }
+
+    /// After a client tick: sounds, death timing, the return-to-hub hold.
+    pub fn after_tick(&mut self, audio: &mut Audio, firing: bool) {
+        let own_id = self.client.player_id;
+        for e in self.client.events.drain(..) {
+            match e {
+                ClientEvent::Entered { dungeon } => {
+                    audio.play("portal");
+                    if dungeon.is_empty() {
+                        self.returning = false;
+                        if !self.arrived_hub {
+                            self.arrived_hub = true;
+                            println!("hailfire: in the hub");
+                        }
+                    }
+                }
+                ClientEvent::Hit { target: WireTarget::Player(p) } if Some(p) == own_id => audio.play("hit_taken"),
+                ClientEvent::Hit { target: WireTarget::Boss | WireTarget::Enemy(_) } => audio.play("hit_dealt"),
+                ClientEvent::Hit { .. } => {}
+                ClientEvent::Death { target: WireTarget::Player(p) } if Some(p) == own_id => audio.play("death"),
+                ClientEvent::Death { .. } => audio.play("enemy"),
+                ClientEvent::Phase { .. } => audio.play("phase"),
+                ClientEvent::Cleared => {
+                    audio.play("cleared");
+                    self.banner = Some(("Dungeon cleared!".into(), Instant::now()));
+                }
+                ClientEvent::Sfx { name, .. } => audio.play(&name),
+            }
+        }
+        let own = self.client.own_state();
+        let dead = own.is_some_and(|o| o.flags & F_DEAD != 0);
+        match (dead, self.dead_since) {
+            (true, None) => self.dead_since = Some(Instant::now()),
+            (false, Some(_)) => self.dead_since = None,
+            _ => {}
+        }
+        if own.is_some_and(|o| o.flags & F_CHANNELLING != 0 && o.escape == 1) {
+            audio.play("escape");
+        }
+        self.fire_cd = self.fire_cd.saturating_sub(1);
+        if firing
+            && !dead
+            && self.fire_cd == 0
+            && own.is_some_and(|o| o.flags & crate::protocol::messages::F_SPAWN_GRACE == 0)
+        {
+            audio.play("fire");
+            self.fire_cd = crate::sim::PLAYER_FIRE_COOLDOWN_TICKS;
+        }
+        // Who is here, on stdout when it changes (players and tests can follow along).
+        let roster: Vec<String> =
+            self.client.view.as_ref().map_or(Vec::new(), |v| v.roster.iter().map(|(_, n)| n.clone()).collect());
+        if roster != self.last_roster && !roster.is_empty() {
+            println!("hailfire: here: {}", roster.join(", "));
+            self.last_roster = roster;
+        }
+        let boss = self.client.view.as_ref().and_then(|v| v.latest()).is_some_and(|s| s.boss.is_some());
+        audio.music(Some(boss));
+    }
+
+    pub fn lockout_left(&self) -> f32 {
+        let total = RESPAWN_LOCKOUT_TICKS as f32 / TICK_RATE as f32;
+        self.dead_since.map_or(0.0, |t| (total - t.elapsed().as_secs_f32()).max(0.0))
+    }
+
+    /// The world's sprites for this frame and the camera that frames them.
+    pub fn sprites(
+        &self,
+        content: &Content,
+        palette: &Palette,
+        alpha: f32,
+        screen: (u32, u32),
+        time: f32,
+        out: &mut Vec<Sprite>,
+    ) -> Option<Camera> {
+        let v = self.client.view.as_ref()?;
+        let snap = self.client.interpolated()?;
+        let enemy_r: Vec<f32> = content.defs.enemies.values().map(|e| e.radius).collect();
+        let boss_r: Vec<f32> = content.defs.bosses.values().map(|b| b.radius).collect();
+        let portals: Vec<(String, Vec2)> = if v.dungeon.is_empty() {
+            content.defs.portals().into_iter().map(|(d, p)| (d, Vec2::new(p[0], p[1]))).collect()
+        } else {
+            Vec::new()
+        };
+        let view = WorldView {
+            arena: v.arena,
+            bullets: &v.replica.pool,
+            alpha,
+            players: &snap.players,
+            own_id: self.client.player_id,
+            own_pos: self.client.pred,
+            enemies: &snap.enemies,
+            enemy_radius: &enemy_r,
+            boss: snap.boss,
+            boss_radius: &boss_r,
+            portals: &portals,
+            portal_radius: content.defs.hub.portal_radius,
+        };
+        scene::build(&view, palette, out);
+        Some(Camera::fit(v.arena, screen, time))
+    }
+
+    /// What the HUD shows. `cam` and `ppp` place portal labels.
+    pub fn hud(
+        &mut self,
+        content: &Content,
+        cam: Option<&Camera>,
+        ppp: f32,
+        net_overlay: bool,
+        hint: Option<String>,
+    ) -> HudState {
+        let c = &self.client;
+        let own = c.own_state();
+        let v = c.view.as_ref();
+        let defs = &content.defs;
+        let place = match v.map(|v| v.dungeon.as_str()) {
+            Some("") | None => "The Hub".to_string(),
+            Some(d) => defs.dungeons.get(d).map_or(d.to_string(), |d| d.name.clone()),
+        };
+        let snap = v.and_then(|v| v.latest());
+        let boss = snap.and_then(|s| s.boss).and_then(|b| {
+            let (_, bd) = defs.bosses.iter().nth(b.def as usize)?;
+            let phase = bd.phases.get(b.phase as usize).map_or(String::new(), |p| p.name.clone());
+            Some((bd.name.clone(), phase, b.hp as f32 / b.max_hp.max(1) as f32))
+        });
+        let roster = v
+            .map(|v| {
+                v.roster
+                    .iter()
+                    .map(|(id, name)| {
+                        let alive = snap
+                            .and_then(|s| s.players.iter().find(|p| p.id == *id))
+                            .is_none_or(|p| p.flags & F_DEAD == 0);
+                        (name.clone(), Some(*id) == c.player_id, alive)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let portals = match (v, cam) {
+            (Some(v), Some(cam)) if v.dungeon.is_empty() => defs
+                .portals()
+                .into_iter()
+                .map(|(d, p)| {
+                    let s = cam.world_to_screen(Vec2::new(p[0], p[1])) * (1.0 / ppp);
+                    (defs.dungeons.get(&d).map_or(d.clone(), |x| x.name.clone()), egui::pos2(s.x, s.y))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let st = c.net.stats(0);
+        let now = Instant::now();
+        let dt = now.duration_since(self.rates.0).as_secs_f32();
+        if dt >= 1.0 {
+            self.rates.3 = (st.bytes_sent - self.rates.1.min(st.bytes_sent)) as f32 / dt / 1024.0;
+            self.rates.4 = (st.bytes_received - self.rates.2.min(st.bytes_received)) as f32 / dt / 1024.0;
+            self.rates = (now, st.bytes_sent, st.bytes_received, self.rates.3, self.rates.4);
+        }
+        let net = net_overlay.then(|| NetOverlay {
+            ping_ms: st.rtt_ms,
+            loss: st.loss,
+            up_kbs: self.rates.3,
+            down_kbs: self.rates.4,
+            pred_err_px: c.stats.pred_err_recent,
+            lead: c.lead(),
+        });
+        if self.banner.as_ref().is_some_and(|(_, t)| t.elapsed().as_secs_f32() > 3.0) {
+            self.banner = None;
+        }
+        HudState {
+            hp: own.map_or(PLAYER_MAX_HP, |o| o.hp as i32),
+            max_hp: PLAYER_MAX_HP,
+            dead: own.is_some_and(|o| o.flags & F_DEAD != 0),
+            lockout_left: self.lockout_left(),
+            escape: own
+                .filter(|o| o.flags & F_CHANNELLING != 0)
+                .map_or(0.0, |o| o.escape as f32 / crate::sim::ESCAPE_CHANNEL_TICKS as f32),
+            in_dungeon: v.is_some_and(|v| !v.dungeon.is_empty()),
+            place,
+            boss,
+            roster,
+            net,
+            portals,
+            banner: self.banner.as_ref().map(|(b, _)| b.clone()),
+            hint,
+        }
+    }
+
+    /// Ends the session the way the menu's "Disconnect" does.
+    pub fn close(&mut self) {
+        self.client.disconnect();
+        if let Some(mut s) = self.server.take() {
+            s.stop();
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Player settings: name, bindings, volumes, fullscreen, vsync, recent servers. Stored as
+//! TOML in the OS configuration directory, written atomically (temp file, sync, rename) so
+//! a crash mid-save loses nothing. An unreadable file is reported, kept aside as
+//! `settings.toml.bad`, and replaced by defaults.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Every bindable action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    MoveUp,
+    MoveDown,
+    MoveLeft,
+    MoveRight,
+    Fire,
+    Interact,
+    /// Hold to escape from a dungeon (and to leave after death).
+    Escape,
+    Menu,
+    Screenshot,
+    NetOverlay,
+}
+
+impl Action {
+    pub const ALL: [Action; 10] = [
+        Action::MoveUp,
+        Action::MoveDown,
+        Action::MoveLeft,
+        Action::MoveRight,
+        Action::Fire,
+        Action::Interact,
+        Action::Escape,
+        Action::Menu,
+        Action::Screenshot,
+        Action::NetOverlay,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Action::MoveUp => "Move up",
+            Action::MoveDown => "Move down",
+            Action::MoveLeft => "Move left",
+            Action::MoveRight => "Move right",
+            Action::Fire => "Fire",
+            Action::Interact => "Interact (portals)",
+            Action::Escape => "Hold to escape",
+            Action::Menu => "Menu",
+            Action::Screenshot => "Screenshot",
+            Action::NetOverlay => "Network overlay",
+        }
+    }
+}
+
+/// Action -> input names: keyboard keys as winit key codes ("KeyW", "Space"), mouse
+/// buttons ("MouseLeft"), gamepad buttons ("PadSouth", "PadRightTrigger2").
+pub type Bindings = BTreeMap<Action, Vec<String>>;
+
+pub fn default_bindings() -> Bindings {
+    let b = |a: Action, v: &[&str]| (a, v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    BTreeMap::from([
+        b(Action::MoveUp, &["KeyW", "ArrowUp", "PadDPadUp"]),
+        b(Action::MoveDown, &["KeyS", "ArrowDown", "PadDPadDown"]),
+        b(Action::MoveLeft, &["KeyA", "ArrowLeft", "PadDPadLeft"]),
+        b(Action::MoveRight, &["KeyD", "ArrowRight", "PadDPadRight"]),
+        b(Action::Fire, &["MouseLeft", "Space", "PadRightTrigger2", "PadRightTrigger"]),
+        b(Action::Interact, &["KeyE", "PadSouth"]),
+        b(Action::Escape, &["KeyF", "PadEast"]),
+        b(Action::Menu, &["Escape", "PadStart"]),
+        b(Action::Screenshot, &["F12"]),
+        b(Action::NetOverlay, &["F3", "PadSelect"]),
+    ])
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub name: String,
+    /// 0..1 each.
+    pub master_volume: f32,
+    pub sfx_volume: f32,
+    pub music_volume: f32,
+    pub fullscreen: bool,
+    pub vsync: bool,
+    pub show_net_overlay: bool,
+    /// Most recent first, at most 8.
+    pub recent_servers: Vec<String>,
+    /// UDP port to host on.
+    pub host_port: u16,
+    pub bindings: Bindings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            name: "Pilot".into(),
+            master_volume: 0.8,
+            sfx_volume: 0.8,
+            music_volume: 0.5,
+            fullscreen: false,
+            vsync: true,
+            show_net_overlay: false,
+            recent_servers: Vec::new(),
+            host_port: crate::protocol::DEFAULT_PORT,
+            bindings: default_bindings(),
+        }
+    }
+}
+
+impl Settings {
+    /// `$HAILFIRE_CONFIG_DIR/settings.toml`, else the OS configuration directory.
+    pub fn path() -> PathBuf {
+        if let Ok(d) = std::env::var("HAILFIRE_CONFIG_DIR") {
+            return PathBuf::from(d).join("settings.toml");
+        }
+        directories::ProjectDirs::from("", "", "Hailfire")
+            .map(|d| d.config_dir().join("settings.toml"))
+            .unwrap_or_else(|| PathBuf::from("settings.toml"))
+    }
+
+    /// Loads settings. A missing file gives defaults; an unreadable one gives defaults and a
+    /// message saying what was wrong and where the bad file was kept.
+    pub fn load_from(path: &Path) -> (Settings, Option<String>) {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Settings::default(), None),
+            Err(e) => {
+                return (Settings::default(), Some(format!("could not read {}: {e}; using defaults", path.display())))
+            }
+        };
+        match toml::from_str::<Settings>(&text) {
+            Ok(mut s) => {
+                s.sanitize();
+                (s, None)
+            }
+            Err(e) => {
+                let bad = path.with_extension("toml.bad");
+                let kept = std::fs::rename(path, &bad).is_ok();
+                let pos = e.span().map(|s| crate::content::diag::line_col(&text, s.start));
+                let at = pos.map_or(String::new(), |(l, c)| format!(" at line {l}, column {c}"));
+                let msg = format!(
+                    "the settings file {} could not be read{at}: {}. {}Using defaults.",
+                    path.display(),
+                    e.message().trim(),
+                    if kept { format!("It was kept as {}. ", bad.display()) } else { String::new() }
+                );
+                (Settings::default(), Some(msg))
+            }
+        }
+    }
+
+    pub fn load() -> (Settings, Option<String>) {
+        Self::load_from(&Self::path())
+    }
+
+    /// Clamps values a hand-edited file could get wrong; fills in unbound actions.
+    pub fn sanitize(&mut self) {
+        for v in [&mut self.master_volume, &mut self.sfx_volume, &mut self.music_volume] {
+            *v = if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.8 };
+        }
+        self.name = self.name.chars().filter(|c| !c.is_control()).take(crate::protocol::messages::MAX_NAME).collect();
+        if self.name.trim().is_empty() {
+            self.name = "Pilot".into();
+        }
+        self.recent_servers.truncate(8);
+        let defaults = default_bindings();
+        for a in Action::ALL {
+            self.bindings.entry(a).or_insert_with(|| defaults[&a].clone());
+        }
+    }
+
+    /// Writes atomically: a temp file next to the target, flushed to disk, then renamed.
+    pub fn save_to(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = toml::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let tmp = path.with_extension("toml.tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(
+                b"# Hailfire settings. Edit with care: a broken file is set aside and replaced by defaults.\n",
+            )?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    }
+
+    pub fn save(&self) -> std::io::Result<()> {
+        self.save_to(&Self::path())
+    }
+
+    /// Remembers a server address at the top of the recent list.
+    pub fn remember_server(&mut self, addr: &str) {
+        self.recent_servers.retain(|a| a != addr);
+        self.recent_servers.insert(0, addr.to_string());
+        self.recent_servers.truncate(8);
+    }
+
+    /// Which action, if any, an input name triggers.
+    pub fn actions_for(&self, input: &str) -> Vec<Action> {
+        self.bindings.iter().filter(|(_, v)| v.iter().any(|i| i == input)).map(|(a, _)| *a).collect()
+    }
+
+    /// Binds `input` to `action` (first slot), removing it from any other action.
+    pub fn rebind(&mut self, action: Action, input: &str) {
+        for v in self.bindings.values_mut() {
+            v.retain(|i| i != input);
+        }
+        let slot = self.bindings.entry(action).or_default();
+        slot.insert(0, input.to_string());
+    }
+}

@@ -1,0 +1,308 @@
+//! Menus: main menu (Host and play, Join, Settings, Mods, Quit), the join form with recent
+//! servers, settings (name, volumes, display, every binding), the mods list with each mod's
+//! errors, the in-game menu, and error screens in words a player understands. Everything is
+//! reachable by keyboard or gamepad alone (focus moves with the d-pad, A activates).
+
+use egui::{Align, Color32, Layout, RichText};
+
+use crate::app::settings::{Action, Settings};
+use crate::content::Content;
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Page {
+    #[default]
+    Main,
+    Join,
+    Settings,
+    Mods,
+}
+
+#[derive(Default)]
+pub struct MenuState {
+    pub page: Page,
+    pub join_addr: String,
+    /// Waiting for the next input to bind to this action.
+    pub rebinding: Option<Action>,
+    /// A failure to show on top of the menu.
+    pub error: Option<String>,
+    /// Set when the page changes, so the first widget can take focus (gamepad).
+    focus_pending: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MenuAction {
+    Host,
+    Join { addr: String },
+    Quit,
+    SettingsChanged,
+}
+
+fn big(text: &str) -> egui::Button<'static> {
+    egui::Button::new(RichText::new(text.to_string()).size(22.0)).min_size(egui::vec2(300.0, 44.0))
+}
+
+impl MenuState {
+    pub fn go(&mut self, p: Page) {
+        self.page = p;
+        self.focus_pending = true;
+    }
+
+    fn focus_first(&mut self, r: &egui::Response) {
+        if self.focus_pending {
+            r.request_focus();
+            self.focus_pending = false;
+        }
+    }
+}
+
+/// The main menu and its pages. `host_hint` explains hosting (the port friends use).
+pub fn main_menu(
+    root: &mut egui::Ui,
+    st: &mut MenuState,
+    settings: &mut Settings,
+    content: &Content,
+) -> Option<MenuAction> {
+    let mut action = None;
+    egui::CentralPanel::default().frame(egui::Frame::NONE).show(root, |ui| {
+        ui.with_layout(Layout::top_down(Align::Center), |ui| {
+            ui.add_space(40.0);
+            ui.label(RichText::new("HAILFIRE").size(56.0).strong().color(Color32::from_rgb(255, 120, 150)));
+            ui.label(RichText::new("co-op bullet hell").size(18.0).color(Color32::from_gray(170)));
+            ui.add_space(24.0);
+            if let Some(e) = st.error.clone() {
+                egui::Frame::group(ui.style()).fill(Color32::from_rgb(60, 16, 20)).show(ui, |ui| {
+                    ui.set_max_width(560.0);
+                    ui.label(RichText::new(e).size(17.0).color(Color32::from_rgb(255, 190, 180)));
+                    if ui.button("OK").clicked() {
+                        st.error = None;
+                    }
+                });
+                ui.add_space(12.0);
+            }
+            match st.page.clone() {
+                Page::Main => {
+                    let h = ui.add(big("Host and play"));
+                    st.focus_first(&h);
+                    if h.clicked() {
+                        action = Some(MenuAction::Host);
+                    }
+                    ui.label(
+                        RichText::new(format!("Friends join you on UDP port {}", settings.host_port))
+                            .color(Color32::from_gray(160)),
+                    );
+                    ui.add_space(6.0);
+                    if ui.add(big("Join")).clicked() {
+                        if st.join_addr.is_empty() {
+                            st.join_addr = settings.recent_servers.first().cloned().unwrap_or_default();
+                        }
+                        st.go(Page::Join);
+                    }
+                    if ui.add(big("Settings")).clicked() {
+                        st.go(Page::Settings);
+                    }
+                    if ui.add(big("Mods")).clicked() {
+                        st.go(Page::Mods);
+                    }
+                    if ui.add(big("Quit")).clicked() {
+                        action = Some(MenuAction::Quit);
+                    }
+                }
+                Page::Join => {
+                    ui.label(RichText::new("Join a friend").size(26.0));
+                    ui.add_space(8.0);
+                    ui.horizontal(|ui| {
+                        ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
+                        ui.label("Address (host or host:port)");
+                        let r = ui.add(egui::TextEdit::singleline(&mut st.join_addr).desired_width(200.0));
+                        st.focus_first(&r);
+                    });
+                    ui.horizontal(|ui| {
+                        ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
+                        ui.label("Your name");
+                        if ui
+                            .add(egui::TextEdit::singleline(&mut settings.name).char_limit(24).desired_width(200.0))
+                            .changed()
+                        {
+                            action = Some(MenuAction::SettingsChanged);
+                        }
+                    });
+                    ui.add_space(8.0);
+                    let can = !st.join_addr.trim().is_empty() && !settings.name.trim().is_empty();
+                    if ui.add_enabled(can, big("Connect")).clicked() {
+                        action = Some(MenuAction::Join { addr: st.join_addr.trim().to_string() });
+                    }
+                    if !settings.recent_servers.is_empty() {
+                        ui.add_space(10.0);
+                        ui.label(RichText::new("Recent servers").color(Color32::from_gray(170)));
+                        for s in settings.recent_servers.clone() {
+                            if ui.button(&s).clicked() {
+                                st.join_addr = s.clone();
+                                action = Some(MenuAction::Join { addr: s });
+                            }
+                        }
+                    }
+                    ui.add_space(10.0);
+                    if ui.add(big("Back")).clicked() {
+                        st.go(Page::Main);
+                    }
+                }
+                Page::Settings => {
+                    if settings_page(ui, st, settings) {
+                        action = Some(MenuAction::SettingsChanged);
+                    }
+                    if ui.add(big("Back")).clicked() {
+                        st.rebinding = None;
+                        st.go(Page::Main);
+                    }
+                }
+                Page::Mods => {
+                    mods_page(ui, content);
+                    let b = ui.add(big("Back"));
+                    st.focus_first(&b);
+                    if b.clicked() {
+                        st.go(Page::Main);
+                    }
+                }
+            }
+        });
+    });
+    action
+}
+
+/// Returns whether anything changed.
+pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) -> bool {
+    let mut changed = false;
+    ui.label(RichText::new("Settings").size(26.0));
+    egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
+        egui::Grid::new(egui::Id::unique("settings")).num_columns(2).spacing([24.0, 8.0]).show(ui, |ui| {
+            ui.label("Name");
+            let r = ui.add(egui::TextEdit::singleline(&mut s.name).char_limit(24));
+            st.focus_first(&r);
+            changed |= r.changed();
+            ui.end_row();
+            for (label, v) in [
+                ("Master volume", &mut s.master_volume),
+                ("Effects", &mut s.sfx_volume),
+                ("Music", &mut s.music_volume),
+            ] {
+                ui.label(label);
+                changed |= ui.add(egui::Slider::new(v, 0.0..=1.0).show_value(true)).changed();
+                ui.end_row();
+            }
+            ui.label("Fullscreen");
+            changed |= ui.checkbox(&mut s.fullscreen, "").changed();
+            ui.end_row();
+            ui.label("Vsync");
+            changed |= ui.checkbox(&mut s.vsync, "").changed();
+            ui.end_row();
+            ui.label("Network overlay");
+            changed |= ui.checkbox(&mut s.show_net_overlay, "").changed();
+            ui.end_row();
+            ui.label("Host on UDP port");
+            changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
+            ui.end_row();
+            for a in Action::ALL {
+                ui.label(a.label());
+                ui.horizontal(|ui| {
+                    let keys = s.bindings.get(&a).map(|v| v.join(", ")).unwrap_or_default();
+                    let waiting = st.rebinding == Some(a);
+                    let text =
+                        if waiting { "press a key, button or pad button… (Esc cancels)".to_string() } else { keys };
+                    ui.label(RichText::new(text).monospace());
+                    if ui.button(if waiting { "Cancel" } else { "Rebind" }).clicked() {
+                        st.rebinding = if waiting { None } else { Some(a) };
+                    }
+                });
+                ui.end_row();
+            }
+        });
+        if ui.button("Restore default bindings").clicked() {
+            s.bindings = crate::app::settings::default_bindings();
+            changed = true;
+        }
+    });
+    changed
+}
+
+fn mods_page(ui: &mut egui::Ui, content: &Content) {
+    ui.label(RichText::new("Mods").size(26.0));
+    ui.label(
+        RichText::new("Drop mods into the user mods folder; check them with `hailfire mods check`.")
+            .color(Color32::from_gray(160)),
+    );
+    if let Some(d) = crate::content::user_mods_dir() {
+        ui.label(RichText::new(d.display().to_string()).monospace().color(Color32::from_gray(160)));
+    }
+    egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
+        for m in &content.mods {
+            let (mark, col) = if m.loaded {
+                ("loaded", Color32::from_rgb(120, 220, 140))
+            } else {
+                ("refused", Color32::from_rgb(255, 120, 110))
+            };
+            ui.label(RichText::new(format!("{}  {}  ({})  — {mark}", m.name, m.version, m.id)).size(17.0).color(col));
+            for d in content.diagnostics.iter().filter(|d| d.mod_id.as_deref() == Some(m.id.as_str())) {
+                ui.label(RichText::new(d.to_string()).monospace().size(12.0).color(Color32::from_rgb(255, 200, 160)));
+            }
+        }
+    });
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GameMenuAction {
+    Resume,
+    ReturnToHub,
+    Disconnect,
+    Quit,
+}
+
+/// The in-game menu. In a dungeon it warns, honestly, what leaving costs.
+pub fn game_menu(
+    ctx: &egui::Context,
+    in_dungeon: bool,
+    focus: bool,
+    host_info: Option<&str>,
+) -> Option<GameMenuAction> {
+    let mut action = None;
+    egui::Area::new(egui::Id::unique("game_menu")).anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO).show(ctx, |ui| {
+        egui::Frame::window(ui.style()).show(ui, |ui| {
+            ui.set_width(380.0);
+            ui.vertical_centered(|ui| {
+                ui.label(RichText::new("Paused? Not quite: the world goes on").size(16.0).color(Color32::from_gray(180)));
+                ui.add_space(8.0);
+                let r = ui.add(big("Resume"));
+                if focus {
+                    r.request_focus();
+                }
+                if r.clicked() {
+                    action = Some(GameMenuAction::Resume);
+                }
+                if in_dungeon {
+                    if ui.add(big("Return to hub")).clicked() {
+                        action = Some(GameMenuAction::ReturnToHub);
+                    }
+                    ui.label(
+                        RichText::new("Leaving a dungeon channels for one second. You can still be hit, and if you die, you stay.")
+                            .color(Color32::from_rgb(255, 200, 120)),
+                    );
+                }
+                if ui.add(big("Disconnect to menu")).clicked() {
+                    action = Some(GameMenuAction::Disconnect);
+                }
+                if in_dungeon {
+                    ui.label(
+                        RichText::new("Disconnecting leaves your ship in the dungeon for that same second.")
+                            .color(Color32::from_rgb(255, 200, 120)),
+                    );
+                }
+                if let Some(h) = host_info {
+                    ui.label(RichText::new(h).color(Color32::from_gray(170)));
+                }
+                if ui.add(big("Quit game")).clicked() {
+                    action = Some(GameMenuAction::Quit);
+                }
+            });
+        });
+    });
+    action
+}

@@ -1,0 +1,600 @@
+//! The windowed game: winit event loop, fixed 60 Hz client ticks with render
+//! interpolation, frame pacing that sleeps (vsync on by default, never a spinning core),
+//! resize/minimise/DPI handling, screenshots, and the switch between menus and a session.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow};
+use winit::keyboard::{KeyCode, ModifiersState, PhysicalKey};
+use winit::window::{Fullscreen, Window, WindowId};
+
+use super::audio::Audio;
+use super::input::{self, Device, InputState};
+use super::render::scene::Palette;
+use super::render::{self, EguiFrame, Gpu, Renderer};
+use super::session::Session;
+use super::settings::{Action, Settings};
+use super::ui::{hud, menu};
+use crate::client::Phase;
+use crate::content::Content;
+use crate::sim::{Vec2, TICK_RATE};
+
+#[derive(Clone, Debug, Default)]
+pub struct AppOptions {
+    pub host: bool,
+    pub join: Option<String>,
+    pub name: Option<String>,
+    /// Write a PNG of the frame this many seconds after start (tests).
+    pub capture: Option<(f64, PathBuf)>,
+    /// Quit this many seconds after start (tests).
+    pub quit_after: Option<f64>,
+}
+
+struct Gfx {
+    window: Arc<Window>,
+    gpu: Gpu,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    renderer: Renderer,
+    egui_state: egui_winit::State,
+}
+
+pub struct App {
+    opts: AppOptions,
+    content: Content,
+    palette: Palette,
+    settings: Settings,
+    settings_warning: Option<String>,
+    gfx: Option<Gfx>,
+    egui: egui::Context,
+    pending_textures: egui::TexturesDelta,
+    audio: Audio,
+    gilrs: Option<gilrs::Gilrs>,
+    input: InputState,
+    pad_events: Vec<egui::Event>,
+    modifiers: ModifiersState,
+    menu: menu::MenuState,
+    session: Option<Session>,
+    started: Instant,
+    next_tick: Instant,
+    alpha: f32,
+    minimized: bool,
+    screenshot: bool,
+    captured: bool,
+    sprites: Vec<render::Sprite>,
+    pub fatal: Option<String>,
+}
+
+impl App {
+    pub fn new(opts: AppOptions, content: Content) -> App {
+        let (mut settings, settings_warning) = Settings::load();
+        if let Some(n) = &opts.name {
+            settings.name = n.clone();
+            settings.sanitize();
+        }
+        let audio = Audio::new(settings.master_volume, settings.sfx_volume, settings.music_volume);
+        let gilrs = match gilrs::Gilrs::new() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::warn!("gamepads unavailable: {e}");
+                None
+            }
+        };
+        let mut menu = menu::MenuState::default();
+        menu.go(menu::Page::Main);
+        menu.error = settings_warning.clone();
+        if !content.base_loaded() {
+            menu.error = Some("The base game content failed to load; see Mods and run `hailfire mods check`.".into());
+        }
+        App {
+            palette: Palette::new(&content.defs),
+            opts,
+            content,
+            settings,
+            settings_warning,
+            gfx: None,
+            egui: egui::Context::default(),
+            pending_textures: Default::default(),
+            audio,
+            gilrs,
+            input: InputState::default(),
+            pad_events: Vec::new(),
+            modifiers: ModifiersState::empty(),
+            menu,
+            session: None,
+            started: Instant::now(),
+            next_tick: Instant::now(),
+            alpha: 0.0,
+            minimized: false,
+            screenshot: false,
+            captured: false,
+            sprites: Vec::new(),
+            fatal: None,
+        }
+    }
+
+    fn save_settings(&mut self) {
+        self.settings.sanitize();
+        if let Err(e) = self.settings.save() {
+            self.menu.error = Some(format!("Could not save settings to {}: {e}", Settings::path().display()));
+        }
+        self.audio.set_volumes(self.settings.master_volume, self.settings.sfx_volume, self.settings.music_volume);
+    }
+
+    fn init_gfx(&mut self, el: &ActiveEventLoop) -> anyhow::Result<()> {
+        let attrs = Window::default_attributes()
+            .with_title("Hailfire")
+            .with_inner_size(winit::dpi::LogicalSize::new(1280.0, 720.0))
+            .with_min_inner_size(winit::dpi::LogicalSize::new(640.0, 360.0));
+        let window = Arc::new(el.create_window(attrs)?);
+        if self.settings.fullscreen {
+            window.set_fullscreen(Some(Fullscreen::Borderless(None)));
+        }
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let surface =
+            instance.create_surface(window.clone()).map_err(|e| anyhow!("cannot draw into the window: {e}"))?;
+        let gpu = Gpu::with(instance, Some(&surface))?;
+        let size = window.inner_size();
+        let mut config = surface
+            .get_default_config(&gpu.adapter, size.width.max(1), size.height.max(1))
+            .ok_or_else(|| anyhow!("the graphics adapter cannot present to this window"))?;
+        let caps = surface.get_capabilities(&gpu.adapter);
+        if let Some(f) = caps.formats.iter().find(|f| f.is_srgb()) {
+            config.format = *f;
+        }
+        config.present_mode = self.present_mode();
+        surface.configure(&gpu.device, &config);
+        let renderer = Renderer::new(&gpu.device, config.format);
+        let egui_state = egui_winit::State::new(
+            self.egui.clone(),
+            egui::ViewportId::ROOT,
+            &window,
+            Some(window.scale_factor() as f32),
+            None,
+            Some(gpu.device.limits().max_texture_dimension_2d as usize),
+        );
+        tracing::info!(adapter = %gpu.adapter_name(), "window open");
+        self.gfx = Some(Gfx { window, gpu, surface, config, renderer, egui_state });
+        Ok(())
+    }
+
+    fn present_mode(&self) -> wgpu::PresentMode {
+        if self.settings.vsync {
+            wgpu::PresentMode::AutoVsync
+        } else {
+            wgpu::PresentMode::AutoNoVsync
+        }
+    }
+
+    fn start_session(&mut self, s: anyhow::Result<Session>, remember: Option<String>) {
+        match s {
+            Ok(s) => {
+                if let Some(a) = remember {
+                    self.settings.remember_server(&a);
+                    self.save_settings();
+                }
+                self.session = Some(s);
+                self.menu.error = None;
+            }
+            Err(e) => self.menu.error = Some(format!("{e:#}")),
+        }
+    }
+
+    fn end_session(&mut self, why: Option<String>) {
+        if let Some(mut s) = self.session.take() {
+            s.close();
+        }
+        self.input.synthetic_escape = false;
+        self.audio.music(Some(false));
+        self.menu.error = why;
+        self.menu.go(menu::Page::Main);
+    }
+
+    /// One 60 Hz client tick.
+    fn tick(&mut self) {
+        let ship = self.ship_screen();
+        let in_menu = self.session.as_ref().is_none_or(|s| s.menu_open);
+        let mut sample = if in_menu { Default::default() } else { self.input.sample(&self.settings, ship) };
+        let Some(s) = self.session.as_mut() else { return };
+        if s.returning {
+            sample.buttons |= crate::sim::player::BTN_ESCAPE;
+        }
+        let now_ms = s.started.elapsed().as_secs_f64() * 1000.0;
+        s.client.update(now_ms, sample);
+        s.after_tick(&mut self.audio, sample.buttons & crate::sim::player::BTN_FIRE != 0);
+        match s.client.phase.clone() {
+            Phase::Failed(why) => {
+                let msg = if s.client.player_id.is_some() {
+                    format!("Connection lost: {why}")
+                } else {
+                    format!("Could not join: {why}")
+                };
+                self.end_session(Some(msg));
+            }
+            Phase::Closed => self.end_session(None),
+            _ => {}
+        }
+    }
+
+    /// The local ship on screen, physical pixels (for mouse aim).
+    fn ship_screen(&self) -> Option<Vec2> {
+        let g = self.gfx.as_ref()?;
+        let s = self.session.as_ref()?;
+        let v = s.client.view.as_ref()?;
+        let cam = render::Camera::fit(v.arena, (g.config.width, g.config.height), 0.0);
+        Some(cam.world_to_screen(s.client.pred?))
+    }
+
+    fn handle_pressed(&mut self, el: &ActiveEventLoop) {
+        let pressed = self.input.take_pressed();
+        if let Some(a) = self.menu.rebinding {
+            if let Some(p) = pressed.iter().find(|p| *p != "Escape" && *p != "PadEast") {
+                self.settings.rebind(a, p);
+                self.menu.rebinding = None;
+                self.save_settings();
+            } else if pressed.iter().any(|p| p == "Escape" || p == "PadEast") {
+                self.menu.rebinding = None;
+            }
+            return;
+        }
+        for p in pressed {
+            for a in self.settings.actions_for(&p) {
+                match a {
+                    Action::Menu => match &mut self.session {
+                        Some(s) => {
+                            s.menu_open = !s.menu_open;
+                            s.menu_focus = s.menu_open;
+                        }
+                        None => self.menu.go(menu::Page::Main),
+                    },
+                    Action::Screenshot => self.screenshot = true,
+                    Action::NetOverlay => {
+                        self.settings.show_net_overlay = !self.settings.show_net_overlay;
+                        self.save_settings();
+                    }
+                    _ => {}
+                }
+            }
+            if p == "KeyQ" && self.modifiers.control_key() {
+                self.quit(el);
+            }
+        }
+    }
+
+    fn quit(&mut self, el: &ActiveEventLoop) {
+        if self.session.is_some() {
+            self.end_session(None);
+        }
+        el.exit();
+    }
+
+    fn poll_gamepads(&mut self) {
+        let Some(g) = self.gilrs.as_mut() else { return };
+        let in_menus =
+            self.session.as_ref().is_none_or(|s| s.menu_open || s.client.own_state().is_some_and(|o| o.flags & 2 != 0));
+        while let Some(ev) = g.next_event() {
+            self.input.device = Device::Gamepad;
+            match ev.event {
+                gilrs::EventType::ButtonPressed(b, _) => {
+                    self.input.press(input::pad_name(b));
+                    if in_menus {
+                        let key = match b {
+                            gilrs::Button::DPadDown => Some((egui::Key::Tab, false)),
+                            gilrs::Button::DPadUp => Some((egui::Key::Tab, true)),
+                            gilrs::Button::South => Some((egui::Key::Enter, false)),
+                            gilrs::Button::East => Some((egui::Key::Escape, false)),
+                            _ => None,
+                        };
+                        if let Some((key, shift)) = key {
+                            let modifiers = egui::Modifiers { shift, ..Default::default() };
+                            for pressed in [true, false] {
+                                self.pad_events.push(egui::Event::Key {
+                                    key,
+                                    physical_key: None,
+                                    pressed,
+                                    repeat: false,
+                                    modifiers,
+                                });
+                            }
+                        }
+                    }
+                }
+                gilrs::EventType::ButtonReleased(b, _) => self.input.release(&input::pad_name(b)),
+                gilrs::EventType::AxisChanged(axis, v, _) => match axis {
+                    gilrs::Axis::LeftStickX => self.input.left_stick.x = v,
+                    gilrs::Axis::LeftStickY => self.input.left_stick.y = -v,
+                    gilrs::Axis::RightStickX => self.input.right_stick.x = v,
+                    gilrs::Axis::RightStickY => self.input.right_stick.y = -v,
+                    _ => {}
+                },
+                gilrs::EventType::Connected => tracing::info!("gamepad connected"),
+                gilrs::EventType::Disconnected => {
+                    tracing::info!("gamepad disconnected");
+                    self.input.release_all();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        let s = self.session.as_ref()?;
+        let key = |a: Action| {
+            let k = self.settings.bindings.get(&a).and_then(|v| v.first()).cloned().unwrap_or_default();
+            k.strip_prefix("Key").map(str::to_string).unwrap_or(k)
+        };
+        let v = s.client.view.as_ref()?;
+        Some(if v.dungeon.is_empty() {
+            format!(
+                "Walk into a portal and press {} · {} menu · {} network",
+                key(Action::Interact),
+                key(Action::Menu),
+                key(Action::NetOverlay)
+            )
+        } else {
+            format!("Hold {} to escape to the hub (1 s) · {} menu", key(Action::Escape), key(Action::Menu))
+        })
+    }
+
+    fn frame(&mut self, el: &ActiveEventLoop) {
+        let hint = self.hint();
+        let Some(g) = self.gfx.as_mut() else { return };
+        let mut raw = g.egui_state.take_egui_input(&g.window);
+        raw.events.append(&mut self.pad_events);
+        let size = (g.config.width, g.config.height);
+        let ppp = g.window.scale_factor() as f32;
+        let time = self.started.elapsed().as_secs_f32();
+        let cam = match &self.session {
+            Some(s) => s.sprites(&self.content, &self.palette, self.alpha, size, time, &mut self.sprites),
+            None => {
+                self.sprites.clear();
+                None
+            }
+        };
+        let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
+        let hud =
+            self.session.as_mut().map(|s| s.hud(&self.content, Some(&cam), ppp, self.settings.show_net_overlay, hint));
+        let mut menu_action = None;
+        let mut game_action = None;
+        let mut hud_action = None;
+        let full = self.egui.run_ui(raw, |ui| match (&mut self.session, &hud) {
+            (Some(s), Some(h)) => {
+                hud_action = hud::draw(ui.ctx(), h);
+                if !s.client.is_joined() {
+                    egui::Area::new(egui::Id::unique("connecting"))
+                        .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+                        .show(ui.ctx(), |ui| {
+                            ui.label(egui::RichText::new("Connecting…").size(28.0));
+                        });
+                }
+                if s.menu_open {
+                    game_action = menu::game_menu(ui.ctx(), s.in_dungeon(), s.menu_focus, s.host_info.as_deref());
+                    s.menu_focus = false;
+                }
+            }
+            _ => menu_action = menu::main_menu(ui, &mut self.menu, &mut self.settings, &self.content),
+        });
+        g.egui_state.handle_platform_output(&g.window, full.platform_output);
+        self.pending_textures.append(full.textures_delta);
+        let primitives = self.egui.tessellate(full.shapes, full.pixels_per_point);
+        if !self.minimized && size.0 > 0 && size.1 > 0 {
+            let mut ui = EguiFrame {
+                primitives,
+                textures: std::mem::take(&mut self.pending_textures),
+                pixels_per_point: full.pixels_per_point,
+            };
+            match g.surface.get_current_texture() {
+                wgpu::CurrentSurfaceTexture::Success(frame) | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => {
+                    let view = frame.texture.create_view(&Default::default());
+                    let cmd = g.renderer.render(&g.gpu, &view, size, &cam, &self.sprites, Some(&mut ui));
+                    g.gpu.queue.submit([cmd]);
+                    g.window.pre_present_notify();
+                    g.gpu.queue.present(frame);
+                }
+                wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                    g.surface.configure(&g.gpu.device, &g.config);
+                    self.pending_textures.append(std::mem::take(&mut ui.textures));
+                }
+                _ => self.pending_textures.append(std::mem::take(&mut ui.textures)),
+            }
+            let due_capture = self
+                .opts
+                .capture
+                .as_ref()
+                .filter(|(t, _)| !self.captured && self.started.elapsed().as_secs_f64() >= *t)
+                .cloned();
+            if self.screenshot || due_capture.is_some() {
+                let path = match &due_capture {
+                    Some((_, p)) => p.clone(),
+                    None => crate::logging::log_dir()
+                        .map(|d| d.with_file_name("screenshots"))
+                        .unwrap_or_else(|| PathBuf::from("screenshots"))
+                        .join(format!(
+                            "hailfire-{}.png",
+                            std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs())
+                        )),
+                };
+                let shot = render::render_to_rgba(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, Some(&mut ui))
+                    .and_then(|rgba| render::write_png(&path, size, &rgba));
+                match shot {
+                    Ok(()) => println!("hailfire: screenshot written to {}", path.display()),
+                    Err(e) => tracing::warn!("screenshot failed: {e:#}"),
+                }
+                self.screenshot = false;
+                if due_capture.is_some() {
+                    self.captured = true;
+                }
+            }
+        } else {
+            self.pending_textures.append(std::mem::take(
+                &mut EguiFrame { primitives, textures: Default::default(), pixels_per_point: 1.0 }.textures,
+            ));
+        }
+        if let Some(a) = menu_action {
+            match a {
+                menu::MenuAction::Host => {
+                    let s = Session::host(&self.content, &self.settings.name, self.settings.host_port);
+                    self.start_session(s, None);
+                }
+                menu::MenuAction::Join { addr } => {
+                    let s = Session::join(&self.content, &self.settings.name, &addr);
+                    self.start_session(s, Some(addr));
+                }
+                menu::MenuAction::Quit => self.quit(el),
+                menu::MenuAction::SettingsChanged => {
+                    self.save_settings();
+                    if let Some(g) = self.gfx.as_mut() {
+                        let fs = if self.settings.fullscreen { Some(Fullscreen::Borderless(None)) } else { None };
+                        if g.window.fullscreen().is_some() != self.settings.fullscreen {
+                            g.window.set_fullscreen(fs);
+                        }
+                        let pm = if self.settings.vsync {
+                            wgpu::PresentMode::AutoVsync
+                        } else {
+                            wgpu::PresentMode::AutoNoVsync
+                        };
+                        if g.config.present_mode != pm {
+                            g.config.present_mode = pm;
+                            g.surface.configure(&g.gpu.device, &g.config);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(s) = self.session.as_mut() {
+            if hud_action == Some(hud::HudAction::ReturnToHub) {
+                s.returning = true;
+            }
+            match game_action {
+                Some(menu::GameMenuAction::Resume) => s.menu_open = false,
+                Some(menu::GameMenuAction::ReturnToHub) => {
+                    // The same server-side channel as holding the key.
+                    s.returning = true;
+                    s.menu_open = false;
+                }
+                Some(menu::GameMenuAction::Disconnect) => self.end_session(None),
+                Some(menu::GameMenuAction::Quit) => self.quit(el),
+                None => {}
+            }
+        }
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, el: &ActiveEventLoop) {
+        if self.gfx.is_some() {
+            return;
+        }
+        if let Err(e) = self.init_gfx(el) {
+            self.fatal = Some(format!("{e:#}"));
+            el.exit();
+            return;
+        }
+        if let Some(w) = &self.settings_warning {
+            tracing::warn!("{w}");
+        }
+        if self.opts.host {
+            let s = Session::host(&self.content, &self.settings.name, self.settings.host_port);
+            self.start_session(s, None);
+        } else if let Some(addr) = self.opts.join.clone() {
+            let s = Session::join(&self.content, &self.settings.name, &addr);
+            self.start_session(s, Some(addr));
+        }
+        self.next_tick = Instant::now();
+    }
+
+    fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let consumed = g.egui_state.on_window_event(&g.window, &event).consumed;
+        match &event {
+            WindowEvent::CloseRequested => self.quit(el),
+            WindowEvent::Resized(size) => {
+                self.minimized = size.width == 0 || size.height == 0;
+                if !self.minimized {
+                    g.config.width = size.width;
+                    g.config.height = size.height;
+                    g.surface.configure(&g.gpu.device, &g.config);
+                }
+            }
+            WindowEvent::Occluded(o) => self.minimized = *o,
+            WindowEvent::Focused(false) => self.input.release_all(),
+            WindowEvent::ModifiersChanged(m) => self.modifiers = m.state(),
+            WindowEvent::KeyboardInput { event: k, .. } => {
+                if let PhysicalKey::Code(code) = k.physical_key {
+                    self.input.device = Device::KeyboardMouse;
+                    let name = input::key_name(code);
+                    match k.state {
+                        ElementState::Pressed if !k.repeat => {
+                            // Text fields keep their keys, except the menu key and Ctrl+Q.
+                            if !consumed
+                                || code == KeyCode::Escape
+                                || code == KeyCode::F12
+                                || self.menu.rebinding.is_some()
+                            {
+                                self.input.press(name);
+                            } else if code == KeyCode::KeyQ && self.modifiers.control_key() {
+                                self.input.press(name);
+                            }
+                        }
+                        ElementState::Released => self.input.release(&name),
+                        _ => {}
+                    }
+                }
+            }
+            WindowEvent::MouseInput { state, button, .. } => {
+                self.input.device = Device::KeyboardMouse;
+                let name = input::mouse_name(*button);
+                match state {
+                    ElementState::Pressed if !consumed || self.menu.rebinding.is_some() => self.input.press(name),
+                    ElementState::Released => self.input.release(&name),
+                    _ => {}
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                self.input.cursor = Vec2::new(position.x as f32, position.y as f32);
+                self.input.device = Device::KeyboardMouse;
+            }
+            WindowEvent::RedrawRequested => self.frame(el),
+            _ => {}
+        }
+        self.handle_pressed(el);
+    }
+
+    fn about_to_wait(&mut self, el: &ActiveEventLoop) {
+        if self.opts.quit_after.is_some_and(|q| self.started.elapsed().as_secs_f64() >= q) {
+            self.quit(el);
+            return;
+        }
+        self.poll_gamepads();
+        self.handle_pressed(el);
+        let dt = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
+        let now = Instant::now();
+        let mut ticked = false;
+        let mut n = 0;
+        while self.next_tick <= now && n < 5 {
+            self.tick();
+            self.next_tick += dt;
+            ticked = true;
+            n += 1;
+        }
+        if self.next_tick + dt * 5 < now {
+            self.next_tick = now; // far behind (a stall): do not try to catch up
+        }
+        self.alpha = 1.0
+            - (self.next_tick.saturating_duration_since(Instant::now()).as_secs_f32() / dt.as_secs_f32())
+                .clamp(0.0, 1.0);
+        if let Some(g) = &self.gfx {
+            if ticked && !self.minimized {
+                g.window.request_redraw();
+            }
+        }
+        el.set_control_flow(ControlFlow::WaitUntil(self.next_tick));
+    }
+}
