@@ -117,8 +117,14 @@ pub fn synth_music(boss: bool) -> Vec<Frame> {
     })
 }
 
+struct Real {
+    manager: AudioManager<DefaultBackend>,
+    sfx: TrackHandle,
+    music: TrackHandle,
+}
+
 enum Backend {
-    Real { manager: Box<AudioManager<DefaultBackend>>, sfx: TrackHandle, music: TrackHandle },
+    Real(Box<Real>),
     Muted,
 }
 
@@ -159,7 +165,7 @@ impl Audio {
         manager.main_track().set_volume(db(master), Tween::default());
         let sfx = manager.add_sub_track(TrackBuilder::new().volume(db(sfx))).map_err(|e| e.to_string())?;
         let music = manager.add_sub_track(TrackBuilder::new().volume(db(music))).map_err(|e| e.to_string())?;
-        Ok(Backend::Real { manager: Box::new(manager), sfx, music })
+        Ok(Backend::Real(Box::new(Real { manager, sfx, music })))
     }
 
     pub fn is_muted(&self) -> bool {
@@ -167,20 +173,20 @@ impl Audio {
     }
 
     pub fn set_volumes(&mut self, master: f32, sfx_v: f32, music_v: f32) {
-        if let Backend::Real { manager, sfx, music } = &mut self.backend {
-            manager.main_track().set_volume(db(master), Tween::default());
-            sfx.set_volume(db(sfx_v), Tween::default());
-            music.set_volume(db(music_v), Tween::default());
+        if let Backend::Real(r) = &mut self.backend {
+            r.manager.main_track().set_volume(db(master), Tween::default());
+            r.sfx.set_volume(db(sfx_v), Tween::default());
+            r.music.set_volume(db(music_v), Tween::default());
         }
     }
 
     /// Plays an effect by name (unknown names get the generic enemy sound).
     pub fn play(&mut self, name: &str) {
-        let Backend::Real { sfx, .. } = &mut self.backend else { return };
+        let Backend::Real(r) = &mut self.backend else { return };
         let d =
             self.effects.iter().find(|(n, _)| n == name).or_else(|| self.effects.iter().find(|(n, _)| n == "enemy"));
         if let Some((_, d)) = d {
-            let _ = sfx.play(d.clone());
+            let _ = r.sfx.play(d.clone());
         }
     }
 
@@ -193,9 +199,9 @@ impl Audio {
             h.stop(Tween::default());
         }
         let Some(boss) = boss else { return };
-        if let Backend::Real { music, .. } = &mut self.backend {
+        if let Backend::Real(r) = &mut self.backend {
             let d = if boss { self.boss_music.clone() } else { self.hub_music.clone() };
-            if let Ok(h) = music.play(d) {
+            if let Ok(h) = r.music.play(d) {
                 self.playing = Some((boss, h));
             }
         }

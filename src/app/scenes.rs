@@ -142,7 +142,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         place: defs.dungeons["warden_keep"].name.clone(),
         boss: Some((bd.name.clone(), bd.phases[b.phase].name.clone(), b.hp as f32 / b.max_hp as f32)),
         roster: (1..=4).map(|id| (format!("player{id}"), id == 1, !(dead && id == 1))).collect(),
-        net: (!dead).then(|| NetOverlay {
+        net: (!dead).then_some(NetOverlay {
             ping_ms: 42.0,
             loss: 0.01,
             up_kbs: 1.23,

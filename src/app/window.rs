@@ -533,13 +533,9 @@ impl ApplicationHandler for App {
                     match k.state {
                         ElementState::Pressed if !k.repeat => {
                             // Text fields keep their keys, except the menu key and Ctrl+Q.
-                            if !consumed
-                                || code == KeyCode::Escape
-                                || code == KeyCode::F12
-                                || self.menu.rebinding.is_some()
-                            {
-                                self.input.press(name);
-                            } else if code == KeyCode::KeyQ && self.modifiers.control_key() {
+                            let ctrl_q = code == KeyCode::KeyQ && self.modifiers.control_key();
+                            let always = matches!(code, KeyCode::Escape | KeyCode::F12) || ctrl_q;
+                            if !consumed || always || self.menu.rebinding.is_some() {
                                 self.input.press(name);
                             }
                         }

@@ -223,7 +223,7 @@ impl Renderer {
         size: (u32, u32),
         cam: &Camera,
         sprites: &[Sprite],
-        mut ui: Option<&mut EguiFrame>,
+        ui: Option<&mut EguiFrame>,
     ) -> wgpu::CommandBuffer {
         self.sprites.prepare(&gpu.device, &gpu.queue, size, cam, sprites);
         let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
@@ -259,7 +259,7 @@ impl Renderer {
                 self.egui.render(&mut pass, &u.primitives, &screen);
             }
         }
-        if let Some(u) = ui.as_deref_mut() {
+        if let Some(u) = ui {
             for id in &u.textures.free {
                 self.egui.free_texture(id);
             }

@@ -1,0 +1,295 @@
+//! The desktop game: settings round trip and the corrupt-file path, the muted-audio path
+//! (and real playback through ALSA's null device), and real windows under Xvfb: host and
+//! play reaches the hub and shows the game, quits cleanly on Ctrl+Q; a second process joins
+//! it and both see each other; with no display a windowed run fails at once, clearly.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hailfire::app::audio::{synth_effect, synth_music, Audio};
+use hailfire::app::settings::{Action, Settings};
+
+#[test]
+fn settings_round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("settings.toml");
+    let mut s = Settings { name: "Ann".into(), music_volume: 0.25, fullscreen: true, ..Default::default() };
+    s.remember_server("example.org:24680");
+    s.rebind(Action::Fire, "KeyJ");
+    s.save_to(&p).unwrap();
+    let (back, warn) = Settings::load_from(&p);
+    assert!(warn.is_none());
+    assert_eq!(back, s);
+    assert!(!d.path().join("settings.toml.tmp").exists(), "the temp file was renamed into place");
+}
+
+#[test]
+fn a_corrupt_settings_file_is_reported_kept_aside_and_replaced_by_defaults() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("settings.toml");
+    std::fs::write(&p, "name = \"Ann\"\nmusic_volume = \"loud\"\n").unwrap();
+    let (s, warn) = Settings::load_from(&p);
+    assert_eq!(s, Settings::default());
+    let w = warn.expect("a message for the player");
+    assert!(w.contains("line 2") && w.contains("settings.toml.bad"), "{w}");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("settings.toml.bad")).unwrap(),
+        "name = \"Ann\"\nmusic_volume = \"loud\"\n"
+    );
+    // Nonsense values that parse are clamped, not trusted.
+    std::fs::write(&p, "master_volume = 9.0\nname = \"\"\n").unwrap();
+    let (s, warn) = Settings::load_from(&p);
+    assert!(warn.is_none());
+    assert_eq!(s.master_volume, 1.0);
+    assert_eq!(s.name, "Pilot");
+    assert!(Action::ALL.iter().all(|a| s.bindings.contains_key(a)), "missing bindings are filled in");
+}
+
+#[test]
+fn sounds_are_synthesised_and_not_silent() {
+    for name in ["fire", "hit_taken", "hit_dealt", "death", "phase", "portal", "escape", "cleared", "shotgun"] {
+        let f = synth_effect(name);
+        let peak = f.iter().map(|x| x.left.abs()).fold(0.0, f32::max);
+        assert!(!f.is_empty() && peak > 0.05 && peak <= 1.0, "{name}: peak {peak}");
+    }
+    for boss in [false, true] {
+        let m = synth_music(boss);
+        assert!(m.len() > 44_100 * 4, "a loop of several seconds");
+    }
+}
+
+#[test]
+fn muted_audio_path_plays_nothing_and_breaks_nothing() {
+    // This machine (and CI) has no sound card: the game must play muted with one warning.
+    let mut a = Audio::new(0.8, 0.8, 0.5);
+    if a.is_muted() {
+        assert!(a.muted_reason.is_some());
+    }
+    for _ in 0..300 {
+        a.play("fire");
+        a.play("no_such_sound");
+    }
+    a.music(Some(true));
+    a.music(Some(false));
+    a.set_volumes(0.0, 1.0, 1.0);
+    a.music(None);
+}
+
+#[test]
+fn real_playback_through_alsas_null_device() {
+    // An ALSA configuration whose default device discards audio lets the real backend start
+    // on a machine with no sound card: the whole path up to the device is exercised.
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("asound.conf");
+    std::fs::write(&conf, "pcm.!default { type null }\n").unwrap();
+    // Run in a child process so the ALSA configuration path is read fresh.
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "alsa_null_child", "--ignored", "--nocapture"])
+        .env("ALSA_CONFIG_PATH", &conf)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by real_playback_through_alsas_null_device in its own process"]
+fn alsa_null_child() {
+    let mut a = Audio::new(0.8, 0.8, 0.5);
+    assert!(!a.is_muted(), "the null ALSA device should open: {:?}", a.muted_reason);
+    a.play("fire");
+    a.music(Some(false));
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+// ---------------------------------------------------------------- windows under Xvfb
+
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn xvfb() -> Xvfb {
+    for n in 90..120 {
+        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+            continue;
+        }
+        let display = format!(":{n}");
+        let child = Command::new("Xvfb")
+            .args([display.as_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb is needed for the window tests (apt-get install xvfb)");
+        let start = Instant::now();
+        while !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+            assert!(start.elapsed() < Duration::from_secs(10), "Xvfb did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return Xvfb { child, display };
+    }
+    panic!("no free X display number");
+}
+
+struct Game {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Game {
+    fn start(x: &Xvfb, cfg: &Path, args: &[&str]) -> Game {
+        let rt = cfg.join("xdg");
+        std::fs::create_dir_all(&rt).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hailfire"))
+            .args(args)
+            .env("DISPLAY", &x.display)
+            .env("HAILFIRE_CONFIG_DIR", cfg)
+            .env("XDG_RUNTIME_DIR", &rt)
+            .env("HAILFIRE_LOG_FILE", cfg.join("game.log"))
+            .env_remove("WAYLAND_DISPLAY")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Game { child, lines: rx, seen: Vec::new() }
+    }
+
+    fn wait_for(&mut self, what: &dyn Fn(&str) -> bool, secs: u64) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = self.seen.iter().find(|l| what(l)) {
+                return l.clone();
+            }
+            match self.lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => self.seen.push(l),
+                Err(_) if start.elapsed() > Duration::from_secs(secs) => {
+                    let _ = self.child.kill();
+                    panic!("timed out; the game printed:\n{}", self.seen.join("\n"));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn wait_exit(&mut self, secs: u64) -> Option<i32> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            if start.elapsed() > Duration::from_secs(secs) {
+                let _ = self.child.kill();
+                panic!("the game did not exit; it printed:\n{}", self.seen.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn config_with_port(dir: &Path, name: &str, port: u16) {
+    std::fs::write(dir.join("settings.toml"), format!("name = \"{name}\"\nhost_port = {port}\n")).unwrap();
+}
+
+#[test]
+fn window_host_and_play_reaches_the_hub_shows_the_game_and_quits_cleanly() {
+    let x = xvfb();
+    let cfg = tempfile::tempdir().unwrap();
+    config_with_port(cfg.path(), "Host", free_port());
+    let mut g = Game::start(&x, cfg.path(), &["--host"]);
+    g.wait_for(&|l| l.contains("in the hub"), 60);
+    std::thread::sleep(Duration::from_secs(2));
+    let shot = cfg.path().join("screen.png");
+    let ok = Command::new("import")
+        .args(["-display", &x.display, "-window", "root", shot.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "import (imagemagick) took the screenshot");
+    let ((w, h), rgba) = hailfire::app::render::read_png(&shot).unwrap();
+    // Not a blank or an error frame: the arena, its frame, portals and the HUD are there.
+    let mut colours = std::collections::HashSet::new();
+    let mut bright = 0;
+    for p in rgba.chunks_exact(4) {
+        colours.insert((p[0] / 16, p[1] / 16, p[2] / 16));
+        if p[0] as u32 + p[1] as u32 + p[2] as u32 > 300 {
+            bright += 1;
+        }
+    }
+    assert!(colours.len() > 20, "a real frame has many colours, got {}", colours.len());
+    assert!(bright > 500, "text, portals and the ship are bright ({bright} px)");
+    let blueish = rgba.chunks_exact(4).filter(|p| p[2] > 150 && p[2] as u32 > p[0] as u32 + 40).count();
+    assert!(blueish > 200, "the portals and the arena frame are drawn ({blueish} px) in {w}x{h}");
+    // The quit input: Ctrl+Q to the focused window.
+    let wid = String::from_utf8(
+        Command::new("xdotool")
+            .args(["search", "--sync", "--name", "Hailfire"])
+            .env("DISPLAY", &x.display)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wid = wid.lines().next().expect("the game window exists").to_string();
+    for args in [vec!["windowfocus", "--sync", wid.as_str()], vec!["key", "ctrl+q"]] {
+        Command::new("xdotool").args(&args).env("DISPLAY", &x.display).status().unwrap();
+    }
+    assert_eq!(g.wait_exit(20), Some(0), "a clean exit");
+}
+
+#[test]
+fn window_host_and_a_second_process_joining_see_each_other() {
+    let x = xvfb();
+    let port = free_port();
+    let host_cfg = tempfile::tempdir().unwrap();
+    let join_cfg = tempfile::tempdir().unwrap();
+    config_with_port(host_cfg.path(), "Hosty", port);
+    config_with_port(join_cfg.path(), "Joiner", free_port());
+    let mut host = Game::start(&x, host_cfg.path(), &["--host", "--quit-after", "60"]);
+    host.wait_for(&|l| l.contains("in the hub"), 60);
+    let mut friend = Game::start(&x, join_cfg.path(), &["--join", &format!("127.0.0.1:{port}"), "--quit-after", "60"]);
+    friend.wait_for(&|l| l.contains("in the hub"), 60);
+    let both = |l: &str| l.contains("here:") && l.contains("Hosty") && l.contains("Joiner");
+    friend.wait_for(&both, 30);
+    host.wait_for(&both, 30);
+    // The friend's settings remember the server.
+    let saved = std::fs::read_to_string(join_cfg.path().join("settings.toml")).unwrap();
+    assert!(saved.contains(&format!("127.0.0.1:{port}")), "{saved}");
+    let _ = friend.child.kill();
+    let _ = host.child.kill();
+}
+
+#[test]
+fn with_no_display_a_windowed_run_fails_at_once_with_a_clear_message() {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_hailfire"))
+        .arg("--host")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("HAILFIRE_LOG_FILE", std::env::temp_dir().join("hf-nodisplay.log"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no display") && err.contains("--dedicated"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
