@@ -434,3 +434,115 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool) -> anyhow::Result<
         pred_err_max: err_max,
     })
 }
+
+/// What a frame costs with 10,000 live bullets.
+#[derive(Debug, Clone)]
+pub struct RenderBench {
+    pub bullets: usize,
+    /// CPU time to turn the world into sprites (scene building), per frame.
+    pub prep_ms: f64,
+    /// Sprite upload + draw + GPU wait per frame at the given size (no readback).
+    pub frame_ms: Option<f64>,
+    pub first_frame_ms: Option<f64>,
+    pub adapter: String,
+    pub size: (u32, u32),
+}
+
+impl std::fmt::Display for RenderBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "render, {} bullets: frame preparation on the CPU {:.3} ms", self.bullets, self.prep_ms)?;
+        match (self.frame_ms, self.first_frame_ms) {
+            (Some(ms), Some(first)) => write!(
+                f,
+                "; frame at {}x{} on {}: {:.2} ms ({:.0} fps; first frame {:.0} ms)",
+                self.size.0,
+                self.size.1,
+                self.adapter,
+                ms,
+                1000.0 / ms,
+                first
+            ),
+            _ => write!(f, "; no GPU adapter: {}", self.adapter),
+        }
+    }
+}
+
+pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
+    use crate::app::render::{scene, Camera, Gpu, Renderer};
+    use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
+    let arena = Vec2::new(960.0, 720.0);
+    let mut pool = BulletPool::new();
+    let mut rng = Rng::new(3);
+    let kinds = content.defs.bullets.len().max(1) as u16;
+    for uid in 0..10_000u32 {
+        let s = BulletSpawn {
+            uid,
+            pos: Vec2::new(rng.next_f64() as f32 * arena.x, rng.next_f64() as f32 * arena.y),
+            angle: rng.next_f64() as f32 * 360.0,
+            speed: 2.0,
+            radius: 4.0 + rng.next_f64() as f32 * 4.0,
+            lifetime: 600,
+            kind: (uid % kinds as u32) as u16,
+            team: if uid % 10 == 0 { Team::Player } else { Team::Enemy },
+            accel: 0.0,
+            turn: 0.0,
+            max_speed: f32::INFINITY,
+            tick: 0,
+        };
+        pool.spawn(&s, 0);
+    }
+    let palette = scene::Palette::new(&content.defs);
+    let players = [crate::protocol::messages::SnapPlayer { id: 1, pos: Vec2::new(480.0, 600.0), hp: 100, flags: 0, escape: 0, aim: 192 }];
+    let view = scene::WorldView {
+        arena,
+        bullets: &pool,
+        alpha: 0.5,
+        players: &players,
+        own_id: Some(1),
+        own_pos: None,
+        enemies: &[],
+        enemy_radius: &[],
+        boss: None,
+        boss_radius: &[],
+        portals: &[],
+        portal_radius: 28.0,
+    };
+    let mut sprites = Vec::new();
+    scene::build(&view, &palette, &mut sprites);
+    let n = 300;
+    let t = Instant::now();
+    for _ in 0..n {
+        scene::build(&view, &palette, &mut sprites);
+    }
+    let prep_ms = t.elapsed().as_secs_f64() * 1000.0 / n as f64;
+    let size = (1280, 720);
+    let (frame_ms, first_frame_ms, adapter) = match Gpu::headless() {
+        Err(e) => (None, None, format!("{e:#}")),
+        Ok(gpu) => {
+            let mut r = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+            let tex = gpu.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("bench"),
+                size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+                view_formats: &[],
+            });
+            let view = tex.create_view(&Default::default());
+            let cam = Camera::fit(arena, size, 0.0);
+            let mut one = || {
+                let t = Instant::now();
+                let cmd = r.render(&gpu, &view, size, &cam, &sprites, None);
+                gpu.queue.submit([cmd]);
+                let _ = gpu.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None });
+                t.elapsed().as_secs_f64() * 1000.0
+            };
+            let first = one();
+            let total: f64 = (0..frames).map(|_| one()).sum();
+            (Some(total / frames as f64), Some(first), gpu.adapter_name())
+        }
+    };
+    RenderBench { bullets: pool.len(), prep_ms, frame_ms, first_frame_ms, adapter, size }
+}

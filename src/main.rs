@@ -117,6 +117,9 @@ enum Command {
         /// loopback (runs in real time).
         #[arg(long)]
         net: bool,
+        /// Also measure frame preparation and drawing with 10,000 bullets.
+        #[arg(long)]
+        render: bool,
     },
 }
 
@@ -174,7 +177,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Some(Command::Bench { quick, net }) => bench(quick, net),
+        Some(Command::Bench { quick, net, render }) => bench(quick, net, render),
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         None => {
             hailfire::logging::init(Some("game"));
@@ -296,7 +299,7 @@ fn mods_check(paths: &[PathBuf]) -> ExitCode {
     }
 }
 
-fn bench(quick: bool, net: bool) -> ExitCode {
+fn bench(quick: bool, net: bool, render: bool) -> ExitCode {
     let content = hailfire::content::Content::load_default();
     if !content.base_loaded() {
         for d in content.errors() {
@@ -319,6 +322,9 @@ fn bench(quick: bool, net: bool) -> ExitCode {
             eprintln!("net bench: {e:#}");
             return ExitCode::FAILURE;
         }
+    }
+    if render {
+        println!("{}", hailfire::bench::render_bench(&content, if quick { 20 } else { 120 }));
     }
     if net {
         match hailfire::bench::net_fight(&content, secs.min(30.0), true) {
