@@ -492,7 +492,14 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         pool.spawn(&s, 0);
     }
     let palette = scene::Palette::new(&content.defs);
-    let players = [crate::protocol::messages::SnapPlayer { id: 1, pos: Vec2::new(480.0, 600.0), hp: 100, flags: 0, escape: 0, aim: 192 }];
+    let players = [crate::protocol::messages::SnapPlayer {
+        id: 1,
+        pos: Vec2::new(480.0, 600.0),
+        hp: 100,
+        flags: 0,
+        escape: 0,
+        aim: 192,
+    }];
     let view = scene::WorldView {
         arena,
         bullets: &pool,

@@ -118,7 +118,11 @@ impl Drop for Xvfb {
     }
 }
 
+/// Display numbers are picked one test at a time.
+static DISPLAY_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn xvfb() -> Xvfb {
+    let _guard = DISPLAY_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for n in 90..120 {
         if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
             continue;

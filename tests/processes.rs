@@ -152,3 +152,44 @@ fn a_headless_bot_joining_nothing_exits_non_zero_within_8_seconds() {
     assert!(text.contains("no answer from the server"), "{text}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+#[test]
+fn garbage_aimed_at_the_udp_port_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = Command::new(exe())
+        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
+        .env("HAILFIRE_LOG_FILE", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    // Random datagrams, and datagrams shaped like ENet commands with hostile lengths and
+    // fragment fields, from many source ports.
+    let mut rng = hailfire::sim::rng::Rng::new(77);
+    let target = format!("127.0.0.1:{port}");
+    for s in 0..20 {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for k in 0..1500u32 {
+            let n = 1 + (rng.next_u64() % 1400) as usize;
+            let mut d: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+            if k % 3 == 0 && d.len() > 12 {
+                // peer id 0x0fff (none), a plausible command byte, then random fields.
+                d[0] = 0x0f;
+                d[1] = 0xff;
+                d[4] = [1u8, 2, 3, 6, 7, 8, 9, 12][(k as usize / 3 + s) % 8] | 0x80;
+            }
+            let _ = sock.send_to(&d, &target);
+        }
+    }
+    // The server is still alive and still serves a real client.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server.try_wait().unwrap().is_none(), "the server died:\n{}", read(&log));
+    let out = Command::new(exe()).args(["bot", "--join", &target, "--seconds", "4", "--plan", "hub"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", read(&log));
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
+}

@@ -286,6 +286,8 @@ impl App {
                         let key = match b {
                             gilrs::Button::DPadDown => Some((egui::Key::Tab, false)),
                             gilrs::Button::DPadUp => Some((egui::Key::Tab, true)),
+                            gilrs::Button::DPadLeft => Some((egui::Key::ArrowLeft, false)),
+                            gilrs::Button::DPadRight => Some((egui::Key::ArrowRight, false)),
                             gilrs::Button::South => Some((egui::Key::Enter, false)),
                             gilrs::Button::East => Some((egui::Key::Escape, false)),
                             _ => None,

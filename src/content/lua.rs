@@ -80,6 +80,9 @@ struct Ctx {
     root: u64,
     used: u32,
     over: bool,
+    /// Where the running script was at the last hook ("file:line"), for errors that carry
+    /// no position of their own (running out of memory).
+    last_pos: String,
     cmds: Vec<ScriptCmd>,
     logs: Vec<String>,
     new_tasks: Vec<Thread>,
@@ -499,6 +502,7 @@ impl LuaRuntime {
             root: 0,
             used: 0,
             over: false,
+            last_pos: String::new(),
             cmds: Vec::new(),
             logs: Vec::new(),
             new_tasks: Vec::new(),
@@ -509,6 +513,11 @@ impl LuaRuntime {
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), |lua, debug| {
             let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() else { return Ok(VmState::Continue) };
             c.used = c.used.saturating_add(HOOK_EVERY);
+            if let (Some(src), Some(line)) = (debug.source().short_src, debug.current_line()) {
+                c.last_pos.clear();
+                use std::fmt::Write;
+                let _ = write!(c.last_pos, "{src}:{line}");
+            }
             if c.used > INSTRUCTION_LIMIT || c.over {
                 c.over = true;
                 let src = debug.source().short_src.map(|s| s.to_string()).unwrap_or_default();
@@ -599,6 +608,7 @@ impl Scripting for LuaRuntime {
                 c.root = root;
                 c.used = 0;
                 c.over = false;
+                c.last_pos.clear();
             }
             let res = self.tasks[i].thread.resume::<mlua::MultiValue>(());
             let new_tasks = match lua.try_app_data_mut::<Ctx>() {
@@ -618,7 +628,15 @@ impl Scripting for LuaRuntime {
                 Ok(_) => t.dead = true,
                 Err(e) => {
                     t.dead = true;
-                    failed.push((root, t.emitter.to_string(), describe(&e)));
+                    let mut msg = describe(&e);
+                    if matches!(e, mlua::Error::MemoryError(_)) {
+                        if let Ok(Some(c)) = lua.try_app_data_ref::<Ctx>() {
+                            if !c.last_pos.is_empty() {
+                                msg = format!("{}: {msg} (near here)", c.last_pos);
+                            }
+                        }
+                    }
+                    failed.push((root, t.emitter.to_string(), msg));
                 }
             }
             let emitter = self.tasks[i].emitter.clone();
