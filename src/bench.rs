@@ -527,16 +527,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         Err(e) => (None, None, format!("{e:#}")),
         Ok(gpu) => {
             let mut r = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
-            let tex = gpu.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("bench"),
-                size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-                view_formats: &[],
-            });
+            let tex = crate::app::render::target_texture(&gpu, r.format, size, wgpu::TextureUsages::empty());
             let view = tex.create_view(&Default::default());
             let cam = Camera::fit(arena, size, 0.0);
             let mut one = || {

@@ -270,6 +270,25 @@ impl Renderer {
     }
 }
 
+/// A texture to render into offscreen (`extra` adds usages such as COPY_SRC).
+pub fn target_texture(
+    gpu: &Gpu,
+    format: wgpu::TextureFormat,
+    size: (u32, u32),
+    extra: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    gpu.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("offscreen"),
+        size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | extra,
+        view_formats: &[],
+    })
+}
+
 /// Renders one frame offscreen and reads it back as tightly packed RGBA8 (sRGB).
 pub fn render_to_rgba(
     gpu: &Gpu,
@@ -279,16 +298,7 @@ pub fn render_to_rgba(
     sprites: &[Sprite],
     ui: Option<&mut EguiFrame>,
 ) -> anyhow::Result<Vec<u8>> {
-    let texture = gpu.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("offscreen"),
-        size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: renderer.format,
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    });
+    let texture = target_texture(gpu, renderer.format, size, wgpu::TextureUsages::COPY_SRC);
     let view = texture.create_view(&Default::default());
     let cmd = renderer.render(gpu, &view, size, cam, sprites, ui);
     gpu.queue.submit([cmd]);
