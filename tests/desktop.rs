@@ -212,7 +212,12 @@ fn free_port() -> u16 {
 }
 
 fn config_with_port(dir: &Path, name: &str, port: u16) {
-    std::fs::write(dir.join("settings.toml"), format!("name = \"{name}\"\nhost_port = {port}\n")).unwrap();
+    // Tests host on 127.0.0.1 only.
+    std::fs::write(
+        dir.join("settings.toml"),
+        format!("name = \"{name}\"\nhost_port = {port}\nhost_address = \"127.0.0.1\"\n"),
+    )
+    .unwrap();
 }
 
 #[test]

@@ -43,7 +43,8 @@ impl Session {
     pub fn new(client: Client<Box<dyn Transport>>, server: Option<ListenServer>) -> Session {
         let host_info = server.as_ref().map(|s| {
             let port = s.addr.port();
-            match lan_ip() {
+            let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
+            match lan {
                 Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port})"),
                 None => format!("Hosting on UDP port {port}"),
             }
@@ -65,12 +66,14 @@ impl Session {
         }
     }
 
-    pub fn host(content: &Content, name: &str, port: u16) -> anyhow::Result<Session> {
-        let bind: SocketAddr = format!("0.0.0.0:{port}").parse()?;
-        let server = match ListenServer::start(content.clone(), bind, Default::default()) {
+    pub fn host(content: &Content, name: &str, address: &str, port: u16) -> anyhow::Result<Session> {
+        let ip: std::net::IpAddr = address
+            .parse()
+            .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
+        let server = match ListenServer::start(content.clone(), SocketAddr::new(ip, port), Default::default()) {
             Ok(s) => s,
             // The port is taken (another game?): take any free one and say which.
-            Err(_) => ListenServer::start(content.clone(), "0.0.0.0:0".parse()?, Default::default())?,
+            Err(_) => ListenServer::start(content.clone(), SocketAddr::new(ip, 0), Default::default())?,
         };
         let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, content.digest());
         Ok(Session::new(client, Some(server)))

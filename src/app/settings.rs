@@ -91,6 +91,8 @@ pub struct Settings {
     pub recent_servers: Vec<String>,
     /// UDP port to host on.
     pub host_port: u16,
+    /// Address to host on: "0.0.0.0" lets friends in; "127.0.0.1" keeps it to this machine.
+    pub host_address: String,
     pub bindings: Bindings,
 }
 
@@ -106,6 +108,7 @@ impl Default for Settings {
             show_net_overlay: false,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
+            host_address: "0.0.0.0".into(),
             bindings: default_bindings(),
         }
     }

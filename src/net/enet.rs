@@ -79,7 +79,15 @@ impl EnetTransport {
 
     /// A client connecting to `server`; its only peer is the server.
     pub fn connect(server: SocketAddr) -> io::Result<Self> {
-        let local: SocketAddr = if server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
+        // A loopback server is reached from a loopback socket; anything else from any address.
+        let local: SocketAddr = match (server.ip().is_loopback(), server.is_ipv4()) {
+            (true, true) => "127.0.0.1:0",
+            (true, false) => "[::1]:0",
+            (false, true) => "0.0.0.0:0",
+            (false, false) => "[::]:0",
+        }
+        .parse()
+        .expect("valid");
         let mut t = Self::with_socket(UdpSocket::bind(local)?, 1)?;
         let peer = t.host.connect(server, CHANNEL_COUNT, 0).map_err(|e| io::Error::other(format!("{e:?}")))?;
         peer.set_timeout(32, PEER_TIMEOUT_MS / 2, PEER_TIMEOUT_MS);
