@@ -56,6 +56,11 @@ impl InputState {
         }
     }
 
+    /// Whether a raw input (not an action) is held, e.g. "ControlLeft".
+    pub fn is_held(&self, name: &str) -> bool {
+        self.held.contains(name)
+    }
+
     pub fn release(&mut self, name: &str) {
         self.held.remove(name);
     }

@@ -260,7 +260,9 @@ impl App {
                     _ => {}
                 }
             }
-            if p == "KeyQ" && self.modifiers.control_key() {
+            let ctrl =
+                self.modifiers.control_key() || self.input.is_held("ControlLeft") || self.input.is_held("ControlRight");
+            if p == "KeyQ" && ctrl {
                 self.quit(el);
             }
         }
@@ -541,7 +543,10 @@ impl ApplicationHandler for App {
                     match k.state {
                         ElementState::Pressed if !k.repeat => {
                             // Text fields keep their keys, except the menu key and Ctrl+Q.
-                            let ctrl_q = code == KeyCode::KeyQ && self.modifiers.control_key();
+                            let ctrl = self.modifiers.control_key()
+                                || self.input.is_held("ControlLeft")
+                                || self.input.is_held("ControlRight");
+                            let ctrl_q = code == KeyCode::KeyQ && ctrl;
                             let always = matches!(code, KeyCode::Escape | KeyCode::F12) || ctrl_q;
                             if !consumed || always || self.menu.rebinding.is_some() {
                                 self.input.press(name);
