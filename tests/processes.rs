@@ -91,7 +91,7 @@ fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
 
     let stayer = bot(port, &["--name", "stayer", "--seconds", "24"]);
     let victim = bot(port, &["--name", "victim", "--seconds", "60"]);
-    let leaver = bot(port, &["--name", "leaver", "--seconds", "16", "--leave-after", "8"]);
+    let leaver = bot(port, &["--name", "leaver", "--seconds", "18", "--leave-after", "10"]);
 
     // Wait until the victim is in the dungeon, then kill it without warning.
     let s = wait_for(&log, &|s| player_id(s, "victim").is_some(), 20);
