@@ -278,6 +278,7 @@ pub fn run_all(content: &Content, quick: bool) -> Vec<BenchResult> {
 #[derive(Debug, Clone)]
 pub struct NetFight {
     pub transport: &'static str,
+    pub events_every_ticks: u32,
     pub seconds: f64,
     pub down_kbs: f64,
     pub up_kbs: f64,
@@ -295,8 +296,8 @@ impl std::fmt::Display for NetFight {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "net, 4-player Warden fight over {} ({:.0} s): per client down {:.2} KB/s, up {:.2} KB/s",
-            self.transport, self.seconds, self.down_kbs, self.up_kbs
+            "net, 4-player Warden fight over {} ({:.0} s, events every {} tick(s)): per client down {:.2} KB/s, up {:.2} KB/s",
+            self.transport, self.seconds, self.events_every_ticks, self.down_kbs, self.up_kbs
         )?;
         if let (Some(d), Some(u)) = (self.wire_down_kbs, self.wire_up_kbs) {
             write!(f, " (on the wire with ENet overhead: down {d:.2}, up {u:.2})")?;
@@ -312,7 +313,7 @@ impl std::fmt::Display for NetFight {
 /// Four bot clients fight the Warden (every phase in turn, players kept alive), measured
 /// from the moment the boss appears. `enet`: real ENet sockets on loopback, paced in real
 /// time; otherwise the deterministic in-process stepper (payload bytes only).
-pub fn net_fight(content: &Content, seconds: f64, enet: bool) -> anyhow::Result<NetFight> {
+pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks: u32) -> anyhow::Result<NetFight> {
     use crate::client::bot::{Brain, Plan};
     use crate::client::Client;
     use crate::net::{EnetTransport, LocalListener, Multi, Transport};
@@ -330,7 +331,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool) -> anyhow::Result<
         let cs = (0..4).map(|_| Box::new(listener.connect()) as Box<dyn Transport>).collect();
         (Box::new(listener.server()), cs, "the in-process transport")
     };
-    let mut server = Server::new(content, server_net, ServerConfig::default());
+    let mut server = Server::new(content, server_net, ServerConfig { events_every_ticks, ..Default::default() });
     let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = clients_net
         .into_iter()
         .enumerate()
@@ -423,6 +424,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool) -> anyhow::Result<
     let kbs = |b: u64| b as f64 / n / secs / 1024.0;
     Ok(NetFight {
         transport: label,
+        events_every_ticks,
         seconds: secs,
         down_kbs: kbs(down),
         up_kbs: kbs(up),

@@ -12,13 +12,13 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 1, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 2, "a new version: update the fixtures below and the history");
 }
 
 #[test]
 fn golden_hello() {
-    let m = ClientMsg::Hello { version: 1, content_digest: 0x0102030405060708, name: "Ann".into() };
-    assert_eq!(hex(&m.encode()), "01 01 00 08 07 06 05 04 03 02 01 03 41 6e 6e");
+    let m = ClientMsg::Hello { version: 2, content_digest: 0x0102030405060708, name: "Ann".into() };
+    assert_eq!(hex(&m.encode()), "01 02 00 08 07 06 05 04 03 02 01 03 41 6e 6e");
     assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
 }
 
@@ -81,6 +81,28 @@ fn golden_events_spawn_is_about_15_bytes() {
     assert_eq!(hex(&b), "16 02 4d 00 00 00 04 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 02 01 02 04 00 04 05 01");
     // Spawn event: tag + 15 bytes here (a uid far from the previous one costs 2 extra).
     assert_eq!(ServerMsg::decode(&b).unwrap(), m);
+}
+
+#[test]
+fn golden_events_ring_repeats_cost_8_bytes() {
+    // Three bullets of one ring: the first in full, the others as repeats.
+    let a = spawn();
+    let b = BulletSpawn { uid: 1001, pos: Vec2::new(100.25, 50.5), angle: 210.0, ..a }.quantized();
+    let c = BulletSpawn { uid: 1002, angle: 330.0, tick: 76, ..b }.quantized();
+    let m = ServerMsg::Events {
+        instance: 2,
+        tick: 77,
+        events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b), WireEvent::Spawn(c)],
+    };
+    let bytes = m.encode();
+    assert_eq!(
+        hex(&bytes),
+        "16 02 4d 00 00 00 03 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 01 20 02 91 01 ca 00 55 95 01 30 02 91 01 ca 00 ab ea 01"
+    );
+    assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
+    // A repeat with nothing before it is malformed, not a panic.
+    let bad = [22u8, 2, 77, 0, 0, 0, 1, 1, 32, 2, 0, 0, 0, 0, 0, 0];
+    assert!(ServerMsg::decode(&bad).is_err());
 }
 
 #[test]

@@ -273,7 +273,9 @@ pub enum ServerMsg {
     /// 1 spawn: `u8 flags, svar uid_delta, var kind, i16 x, i16 y, u16 angle, u16 speed,
     ///   u8 radius, var lifetime, [i16 accel] [i16 turn] [u16 max_speed] [var tick_back]`
     ///   (flags: 1 player team, 2 accel, 4 turn, 8 max speed, 16 tick differs; values on
-    ///   the `sim::bullets::grid` steps; about 15 bytes);
+    ///   the `sim::bullets::grid` steps; about 15 bytes), or, with flag 32 (a repeat of the
+    ///   previous spawn in this batch but for uid, position, angle and tick):
+    ///   `u8 flags, svar uid_delta, i16 x, i16 y, u16 angle, [var tick_back]` (8 bytes);
     /// 2 hit: `svar uid_delta, target`; 3 despawn: `svar uid_delta`; 4 death: `target`;
     /// 5 phase: `u8`; 6 cleared; 7 sfx: `str name, i16 x, i16 y`.
     /// A target is `u8 kind (0 player, 1 enemy, 2 boss), [var id]`. Uid deltas are from the
@@ -327,7 +329,33 @@ fn read_target(r: &mut Reader) -> Result<WireTarget, DecodeError> {
     })
 }
 
-fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32) {
+/// Whether two spawns share everything but uid, position, angle and tick (a ring, a fan,
+/// a spiral's next shot, another player's shot): the second is sent as a repeat.
+fn same_shape(a: &BulletSpawn, b: &BulletSpawn) -> bool {
+    a.kind == b.kind
+        && a.team == b.team
+        && a.lifetime == b.lifetime
+        && grid::speed_q(a.speed) == grid::speed_q(b.speed)
+        && grid::radius_q(a.radius) == grid::radius_q(b.radius)
+        && grid::accel_q(a.accel) == grid::accel_q(b.accel)
+        && grid::turn_q(a.turn) == grid::turn_q(b.turn)
+        && grid::max_speed_q(a.max_speed) == grid::max_speed_q(b.max_speed)
+}
+
+fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, prev: Option<&BulletSpawn>) {
+    if let Some(p) = prev.filter(|p| same_shape(p, s)) {
+        let _ = p;
+        let flags = 32 | if s.tick != batch_tick { 16 } else { 0 };
+        w.u8(flags);
+        w.svar(s.uid as i64 - prev_uid as i64);
+        w.i16(grid::pos_q(s.pos.x));
+        w.i16(grid::pos_q(s.pos.y));
+        w.u16(grid::angle_q(s.angle));
+        if flags & 16 != 0 {
+            w.var(batch_tick.wrapping_sub(s.tick) as u64);
+        }
+        return;
+    }
     let mut flags = 0u8;
     if s.team == Team::Player {
         flags |= 1;
@@ -367,10 +395,26 @@ fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32) 
     }
 }
 
-fn read_spawn(r: &mut Reader, batch_tick: u32, prev_uid: u32) -> Result<BulletSpawn, DecodeError> {
+fn read_spawn(
+    r: &mut Reader,
+    batch_tick: u32,
+    prev_uid: u32,
+    prev: Option<&BulletSpawn>,
+) -> Result<BulletSpawn, DecodeError> {
     let flags = r.u8()?;
-    if flags & !31 != 0 {
+    if flags & !63 != 0 {
         return Err(DecodeError::BadValue("spawn flags"));
+    }
+    if flags & 32 != 0 {
+        if flags & 15 != 0 {
+            return Err(DecodeError::BadValue("spawn flags"));
+        }
+        let p = prev.ok_or(DecodeError::BadValue("repeat spawn with nothing to repeat"))?;
+        let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+        let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
+        let angle = r.u16()? as f32 / grid::ANGLE;
+        let back = if flags & 16 != 0 { r.var_u32("tick")? } else { 0 };
+        return Ok(BulletSpawn { uid, pos, angle, tick: batch_tick.wrapping_sub(back), ..*p });
     }
     let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
     let kind = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("kind"))?;
@@ -460,12 +504,14 @@ impl ServerMsg {
                 w.u32(*tick);
                 w.var(events.len() as u64);
                 let mut prev = 0u32;
+                let mut last_spawn: Option<&BulletSpawn> = None;
                 for e in events {
                     match e {
                         WireEvent::Spawn(s) => {
                             w.u8(1);
-                            write_spawn(&mut w, s, *tick, prev);
+                            write_spawn(&mut w, s, *tick, prev, last_spawn);
                             prev = s.uid;
+                            last_spawn = Some(s);
                         }
                         WireEvent::Hit { uid, target } => {
                             w.u8(2);
@@ -580,11 +626,13 @@ impl ServerMsg {
                 let n = r.count(MAX_PACKET, 1, "events")?;
                 let mut events = Vec::with_capacity(n);
                 let mut prev = 0u32;
+                let mut last_spawn: Option<BulletSpawn> = None;
                 for _ in 0..n {
                     let e = match r.u8()? {
                         1 => {
-                            let s = read_spawn(&mut r, tick, prev)?;
+                            let s = read_spawn(&mut r, tick, prev, last_spawn.as_ref())?;
                             prev = s.uid;
+                            last_spawn = Some(s);
                             WireEvent::Spawn(s)
                         }
                         2 => {

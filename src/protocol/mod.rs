@@ -14,7 +14,10 @@ pub use wire::DecodeError;
 /// - 1: first version. Hello/Input up; Welcome/Reject/Stats, Enter/Roster/Events, Snapshot
 ///   down. Bullet spawns about 15 bytes on the `sim::bullets::grid` steps; snapshots with
 ///   1/8 px positions; input frames of 5 bytes sent three times.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// - 2: a bullet spawn may be a "repeat" (spawn flag 32) of the previous spawn in its batch,
+///   sending only uid, position, angle and tick: 8 bytes for each bullet after the first of
+///   a ring, fan or spiral volley.
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -20,6 +20,7 @@ pub struct DedicatedOptions {
     pub bind: SocketAddr,
     pub max_players: usize,
     pub exit_after: Option<f64>,
+    pub events_every_ticks: u32,
 }
 
 /// The fixed-rate loop shared by the dedicated and the listen server.
@@ -64,7 +65,12 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     let net = EnetTransport::listen(opts.bind, opts.max_players)
         .with_context(|| format!("cannot listen on {} (is another server using the port?)", opts.bind))?;
     let addr = net.local_addr()?;
-    let mut server = Server::new(&content, net, ServerConfig { max_players: opts.max_players, ..Default::default() });
+    let config = ServerConfig {
+        max_players: opts.max_players,
+        events_every_ticks: opts.events_every_ticks,
+        ..Default::default()
+    };
+    let mut server = Server::new(&content, net, config);
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)).context("installing the signal handler")?;

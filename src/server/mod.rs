@@ -25,11 +25,15 @@ pub const MAX_MALFORMED: u32 = 64;
 pub struct ServerConfig {
     pub max_players: usize,
     pub seed: u64,
+    /// Send each instance's gameplay events every this many ticks (1: every tick). Larger
+    /// values save per-packet overhead; bullets then appear up to that many ticks later,
+    /// fast-forwarded to where they are. See docs/PERFORMANCE.md for the trade.
+    pub events_every_ticks: u32,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_players: 16, seed: 0x4861_696c }
+        ServerConfig { max_players: 16, seed: 0x4861_696c, events_every_ticks: 1 }
     }
 }
 
@@ -68,6 +72,8 @@ pub struct Server<T: Transport> {
     peers: BTreeMap<PeerId, Peer>,
     next_player: PlayerId,
     events_in: Vec<NetEvent>,
+    /// Wire events waiting for the next flush, per instance.
+    pending: BTreeMap<InstanceId, Vec<WireEvent>>,
 }
 
 impl<T: Transport> Server<T> {
@@ -86,6 +92,7 @@ impl<T: Transport> Server<T> {
             peers: BTreeMap::new(),
             next_player: 1,
             events_in: Vec::new(),
+            pending: BTreeMap::new(),
         }
     }
 
@@ -276,7 +283,11 @@ impl<T: Transport> Server<T> {
 
     fn replicate(&mut self, events: &[SimEvent]) {
         let tick = self.world.tick;
-        let batches = replicate::batches(events);
+        for (inst, evs) in replicate::batches(events) {
+            self.pending.entry(inst).or_default().extend(evs);
+        }
+        self.pending.retain(|i, _| self.world.instances.contains_key(i));
+        let flush = tick.is_multiple_of(self.config.events_every_ticks.max(1));
         let mut roster_changed: BTreeSet<InstanceId> = BTreeSet::new();
         for e in events {
             match e {
@@ -292,11 +303,15 @@ impl<T: Transport> Server<T> {
                 _ => {}
             }
         }
-        let encoded: BTreeMap<InstanceId, Vec<u8>> = batches
-            .into_iter()
-            .filter(|(_, evs)| !evs.is_empty())
-            .map(|(i, events)| (i, ServerMsg::Events { instance: i, tick, events }.encode()))
-            .collect();
+        let encoded: BTreeMap<InstanceId, Vec<u8>> = if flush {
+            std::mem::take(&mut self.pending)
+                .into_iter()
+                .filter(|(_, evs)| !evs.is_empty())
+                .map(|(i, events)| (i, ServerMsg::Events { instance: i, tick, events }.encode()))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         let placement = self.peers_by_instance();
         for (inst, peers) in &placement {
             for &peer in peers {
