@@ -227,7 +227,7 @@ impl Raw {
 fn raw_server() -> (Server<hailfire::net::LocalServer>, LocalListener, Content) {
     let c = base();
     let l = LocalListener::new();
-    let s = Server::new(&c, l.server(), ServerConfig { max_players: 2, seed: 1 });
+    let s = Server::new(&c, l.server(), ServerConfig { max_players: 2, seed: 1, ..Default::default() });
     (s, l, c)
 }
 
