@@ -77,6 +77,40 @@ impl std::fmt::Display for BenchResult {
     }
 }
 
+/// Timing and bullet counts over measured ticks.
+#[derive(Default)]
+struct Tally {
+    nanos: u128,
+    bullets: u64,
+    peak: usize,
+    ticks: u32,
+}
+
+impl Tally {
+    /// Steps the world once, timed, counting the instance's bullets.
+    fn step(&mut self, world: &mut World, inst: crate::sim::InstanceId) {
+        let start = Instant::now();
+        world.step();
+        self.nanos += start.elapsed().as_nanos();
+        let b = world.instances[&inst].bullets.len();
+        self.bullets += b as u64;
+        self.peak = self.peak.max(b);
+        self.ticks += 1;
+    }
+
+    fn result(&self, name: &str, lua_nanos: u64) -> BenchResult {
+        let n = self.ticks.max(1) as f64;
+        BenchResult {
+            name: name.into(),
+            ticks: self.ticks,
+            ms_per_tick: self.nanos as f64 / n / 1e6,
+            lua_ms_per_tick: lua_nanos as f64 / n / 1e6,
+            mean_bullets: self.bullets as f64 / n,
+            peak_bullets: self.peak,
+        }
+    }
+}
+
 fn drift(t: u32, k: u32) -> Vec2 {
     let a = t as f32 * 0.021 + k as f32 * 1.7;
     Vec2::new(a.sin(), (a * 1.3).cos() * 0.6)
@@ -99,7 +133,7 @@ pub fn boss_fight(content: &Content, ticks_per_phase: u32) -> BenchResult {
     let tick = world.tick;
     world.instances.get_mut(&inst).unwrap().start_boss(&defs, tick, &mut ev);
     let phases: Vec<f32> = defs.bosses["warden"].phases.iter().map(|p| p.hp_threshold).collect();
-    let (mut total, mut bullets_sum, mut peak, mut n) = (0u128, 0u64, 0usize, 0u32);
+    let mut tally = Tally::default();
     nanos.store(0, Ordering::Relaxed);
     for &frac in &phases {
         for _ in 0..ticks_per_phase {
@@ -118,23 +152,10 @@ pub fn boss_fight(content: &Content, ticks_per_phase: u32) -> BenchResult {
                     p.hp = 100;
                 }
             }
-            let start = Instant::now();
-            world.step();
-            total += start.elapsed().as_nanos();
-            let b = world.instances[&inst].bullets.len();
-            bullets_sum += b as u64;
-            peak = peak.max(b);
-            n += 1;
+            tally.step(&mut world, inst);
         }
     }
-    BenchResult {
-        name: "(a) Warden fight, 4 players".into(),
-        ticks: n,
-        ms_per_tick: total as f64 / n as f64 / 1e6,
-        lua_ms_per_tick: nanos.load(Ordering::Relaxed) as f64 / n as f64 / 1e6,
-        mean_bullets: bullets_sum as f64 / n as f64,
-        peak_bullets: peak,
-    }
+    tally.result("(a) Warden fight, 4 players", nanos.load(Ordering::Relaxed))
 }
 
 const STRESS_EMITTER: &str = r#"
@@ -197,7 +218,7 @@ pub fn stress(content: &Content, ticks: u32) -> BenchResult {
     }
     let inst = world.instance_of(1).unwrap();
     let warm = 130;
-    let (mut total, mut bullets_sum, mut peak, mut n) = (0u128, 0u64, 0usize, 0u32);
+    let mut tally = Tally::default();
     for k in 0..(warm + ticks) {
         if k == warm {
             nanos.store(0, Ordering::Relaxed);
@@ -209,25 +230,13 @@ pub fn stress(content: &Content, ticks: u32) -> BenchResult {
         for p in world.instances.get_mut(&inst).unwrap().players.iter_mut() {
             p.hp = 100;
         }
-        let start = Instant::now();
-        world.step();
-        let el = start.elapsed().as_nanos();
         if k >= warm {
-            total += el;
-            let b = world.instances[&inst].bullets.len();
-            bullets_sum += b as u64;
-            peak = peak.max(b);
-            n += 1;
+            tally.step(&mut world, inst);
+        } else {
+            world.step();
         }
     }
-    BenchResult {
-        name: "(b) stress arena, 10,000 bullets".into(),
-        ticks: n,
-        ms_per_tick: total as f64 / n as f64 / 1e6,
-        lua_ms_per_tick: nanos.load(Ordering::Relaxed) as f64 / n as f64 / 1e6,
-        mean_bullets: bullets_sum as f64 / n as f64,
-        peak_bullets: peak,
-    }
+    tally.result("(b) stress arena, 10,000 bullets", nanos.load(Ordering::Relaxed))
 }
 
 /// Seconds a lone player survives the Warden's opening phase, from arrival (spawn grace

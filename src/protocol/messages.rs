@@ -343,8 +343,7 @@ fn same_shape(a: &BulletSpawn, b: &BulletSpawn) -> bool {
 }
 
 fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, prev: Option<&BulletSpawn>) {
-    if let Some(p) = prev.filter(|p| same_shape(p, s)) {
-        let _ = p;
+    if prev.is_some_and(|p| same_shape(p, s)) {
         let flags = 32 | if s.tick != batch_tick { 16 } else { 0 };
         w.u8(flags);
         w.svar(s.uid as i64 - prev_uid as i64);
