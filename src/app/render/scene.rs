@@ -151,27 +151,18 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             ..Default::default()
         });
     }
+    // An enemy or boss body: radius and colour by definition index, with a fallback.
+    let body =
+        |pos: Vec2, def: u16, radii: &[f32], colors: &[[f32; 4]], fallback: (f32, [f32; 4]), shape: f32, glow: f32| {
+            let r = radii.get(def as usize).copied().unwrap_or(fallback.0);
+            let color = colors.get(def as usize).copied().unwrap_or(fallback.1);
+            Sprite { pos: [pos.x, pos.y], size: [r, r], color, params: [shape, glow, 0.0, 0.0], ..Default::default() }
+        };
     for e in view.enemies {
-        let r = view.enemy_radius.get(e.def as usize).copied().unwrap_or(14.0);
-        let c = palette.enemies.get(e.def as usize).copied().unwrap_or([0.8, 0.2, 0.2, 1.0]);
-        out.push(Sprite {
-            pos: [e.pos.x, e.pos.y],
-            size: [r, r],
-            color: c,
-            params: [SH_ENEMY, 0.15, 0.0, 0.0],
-            ..Default::default()
-        });
+        out.push(body(e.pos, e.def, view.enemy_radius, &palette.enemies, (14.0, [0.8, 0.2, 0.2, 1.0]), SH_ENEMY, 0.15));
     }
     if let Some(b) = view.boss {
-        let r = view.boss_radius.get(b.def as usize).copied().unwrap_or(32.0);
-        let c = palette.bosses.get(b.def as usize).copied().unwrap_or([0.7, 0.3, 1.0, 1.0]);
-        out.push(Sprite {
-            pos: [b.pos.x, b.pos.y],
-            size: [r, r],
-            color: c,
-            params: [SH_BOSS, 0.3, 0.0, 0.0],
-            ..Default::default()
-        });
+        out.push(body(b.pos, b.def, view.boss_radius, &palette.bosses, (32.0, [0.7, 0.3, 1.0, 1.0]), SH_BOSS, 0.3));
     }
     for p in view.players {
         let own = Some(p.id) == view.own_id;
