@@ -346,7 +346,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
         .enumerate()
         .map(|(i, n)| {
             (
-                Client::new(n, &format!("bot{i}"), content.digest()),
+                Client::new(n, &format!("bot{i}"), Some(crate::protocol::content::ClientContent::of(content))),
                 Brain::new(Plan::Dungeon, "warden_keep", 50 + i as u64),
             )
         })
@@ -364,7 +364,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
         tick += 1;
         let now = if enet { start.elapsed().as_secs_f64() * 1000.0 } else { tick as f64 * 1000.0 / 60.0 };
         for (c, b) in clients.iter_mut() {
-            let i = b.think(c, &defs);
+            let i = b.think(c);
             c.update(now, i);
         }
         server.tick();
@@ -502,7 +502,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         };
         pool.spawn(&s, 0);
     }
-    let palette = scene::Palette::new(&content.defs);
+    let palette = scene::Palette::new(&crate::sim::ClientDefs::from_defs(&content.defs));
     let players = [crate::protocol::messages::SnapPlayer {
         id: 1,
         pos: Vec2::new(480.0, 600.0),
@@ -554,4 +554,101 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         }
     };
     RenderBench { bullets: pool.len(), prep_ms, frame_ms, first_frame_ms, adapter, size }
+}
+
+/// One join measured over real ENet on loopback.
+pub struct JoinBench {
+    pub label: String,
+    /// Client-side content: encoded and deflated sizes, bytes.
+    pub raw: usize,
+    pub packed: usize,
+    /// Bytes the client received on the wire (ENet framing included) until it was in.
+    pub wire_down: u64,
+    pub wire_up: u64,
+    /// From the connect call to `Welcome`, ms.
+    pub ms: f64,
+    pub from_cache: bool,
+}
+
+impl std::fmt::Display for JoinBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "join, {}: content {} bytes ({} deflated) | {:.1} KB down, {:.1} KB up on the wire | {:.0} ms to Welcome{}",
+            self.label,
+            self.raw,
+            self.packed,
+            self.wire_down as f64 / 1024.0,
+            self.wire_up as f64 / 1024.0,
+            self.ms,
+            if self.from_cache { " (content from the cache)" } else { "" }
+        )
+    }
+}
+
+/// Joins a server running `content` from a client that has `installed` (None: nothing)
+/// and the given cache, over ENet on loopback in real time; the server ticks at 60 Hz.
+pub fn join_once(
+    content: &Content,
+    label: &str,
+    installed: Option<crate::protocol::content::ClientContent>,
+    cache: Option<crate::protocol::content::ContentCache>,
+) -> anyhow::Result<JoinBench> {
+    use crate::client::Client;
+    use crate::net::{EnetTransport, Transport};
+    use crate::server::{Server, ServerConfig};
+    let srv = EnetTransport::listen("127.0.0.1:0".parse()?, 4)?;
+    let addr = srv.local_addr()?;
+    let mut server = Server::new(content, srv, ServerConfig::default());
+    let net = EnetTransport::connect(addr)?;
+    let start = Instant::now();
+    let mut client = Client::new(Box::new(net) as Box<dyn Transport>, "bench", installed).with_cache(cache);
+    let period = std::time::Duration::from_secs_f64(1.0 / 60.0);
+    let mut next = start;
+    while !client.is_joined() && client.player_id.is_none() {
+        client.update(start.elapsed().as_secs_f64() * 1000.0, Default::default());
+        if let crate::client::Phase::Failed(why) = &client.phase {
+            anyhow::bail!("join failed: {why}");
+        }
+        server.tick();
+        anyhow::ensure!(start.elapsed().as_secs() < 60, "join did not finish in 60 s");
+        next += period;
+        if let Some(d) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+    }
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let (up, down) = client.net.wire_totals().unwrap_or((0, 0));
+    Ok(JoinBench {
+        label: label.to_string(),
+        raw: server.content.encoded.len(),
+        packed: server.content.packed().len(),
+        wire_down: down,
+        wire_up: up,
+        ms,
+        from_cache: client.stats.content_from_cache,
+    })
+}
+
+/// Join cost with the base content and with a large generated mod, each cold (nothing
+/// installed, empty cache) and cached, plus the base content already installed.
+pub fn join_bench() -> anyhow::Result<Vec<JoinBench>> {
+    use crate::protocol::content::{ClientContent, ContentCache};
+    let tmp = std::env::temp_dir().join(format!("hailfire-join-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let base = crate::content::load(&[crate::content::ModRoot::Mod(crate::content::content_dir())]);
+    let big_dir = crate::content::sample::write_mod(&tmp.join("mods"), "big", 1500)?;
+    let big = crate::content::load(&[
+        crate::content::ModRoot::Mod(crate::content::content_dir()),
+        crate::content::ModRoot::Mod(big_dir),
+    ]);
+    anyhow::ensure!(big.errors().next().is_none(), "generated mod failed to load");
+    let cache = ContentCache::new(tmp.join("cache"));
+    let mut out = vec![join_once(&base, "base content, installed", Some(ClientContent::of(&base)), None)?];
+    out.push(join_once(&base, "base content, cold", None, Some(cache.clone()))?);
+    out.push(join_once(&base, "base content, cached", None, Some(cache.clone()))?);
+    out.push(join_once(&big, "large mod (1,500 extra kinds and enemies), cold", None, Some(cache.clone()))?);
+    out.push(join_once(&big, "large mod, cached", None, Some(cache))?);
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(out)
 }

@@ -32,6 +32,10 @@ struct Cli {
     /// saves bandwidth and delays bullets' appearance by up to 2 ticks).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=6))]
     event_every: u32,
+    /// Extra mod folder for the dedicated server (a mod, or a folder of mods); repeatable.
+    /// Players need not have these mods: the server sends what their game needs at join.
+    #[arg(long = "mods", value_name = "DIR")]
+    mods: Vec<PathBuf>,
     /// Go straight to host-and-play.
     #[arg(long)]
     host: bool,
@@ -99,6 +103,10 @@ enum Command {
         /// clean, or bad (100 ms RTT, 20 ms jitter, 5 % loss through the link conditioner).
         #[arg(long, default_value = "clean")]
         link: String,
+        /// Neither read nor write the content cache (always download the server's content
+        /// when it differs from the installed one).
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
@@ -124,6 +132,10 @@ enum Command {
         /// Also measure frame preparation and drawing with 10,000 bullets.
         #[arg(long)]
         render: bool,
+        /// Only measure joining (bytes and time, base content and a large mod, cold and
+        /// cached) over ENet on loopback.
+        #[arg(long)]
+        join: bool,
     },
 }
 
@@ -153,6 +165,7 @@ fn main() -> ExitCode {
             max_players: cli.max_players,
             exit_after: cli.exit_after,
             events_every_ticks: cli.event_every,
+            mods: cli.mods,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
@@ -163,9 +176,9 @@ fn main() -> ExitCode {
         };
     }
     match cli.command {
-        Some(Command::Bot { join, count, seconds, plan, dungeon, name, leave_after, link }) => {
+        Some(Command::Bot { join, count, seconds, plan, dungeon, name, leave_after, link, no_cache }) => {
             hailfire::logging::init(None);
-            bot(join, count, seconds, plan, dungeon, name, leave_after, link)
+            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache)
         }
         Some(Command::Mods { action: ModsAction::Check { paths } }) => mods_check(&paths),
         Some(Command::Mods { action: ModsAction::List }) => {
@@ -182,7 +195,17 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Some(Command::Bench { quick, net, render }) => bench(quick, net, render),
+        Some(Command::Bench { join: true, .. }) => match hailfire::bench::join_bench() {
+            Ok(rs) => {
+                rs.iter().for_each(|r| println!("{r}"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("join bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         None => {
             hailfire::logging::init(Some("game"));
@@ -214,6 +237,7 @@ fn bot(
     name: String,
     leave_after: Option<f64>,
     link: String,
+    no_cache: bool,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
     let join = match hailfire::net::resolve(&join) {
@@ -239,15 +263,17 @@ fn bot(
             return ExitCode::from(2);
         }
     };
+    // Bots offer the content installed here, if it loads; either way they play whatever
+    // the server sends, and cache it like the game does.
     let content = hailfire::content::Content::load_default();
-    if !content.base_loaded() {
-        for d in content.errors() {
-            eprintln!("{d}");
-        }
-        return ExitCode::FAILURE;
-    }
-    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link };
-    let reports = hailfire::client::bot::run(&opts, &content.defs, content.digest());
+    let installed = content.base_loaded().then(|| hailfire::protocol::content::ClientContent::of(&content));
+    let cache = if no_cache {
+        None
+    } else {
+        hailfire::protocol::content::ContentCache::default_dir().map(hailfire::protocol::content::ContentCache::new)
+    };
+    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache };
+    let reports = hailfire::client::bot::run(&opts);
     let mut ok = reports.len() == count;
     for r in &reports {
         println!("{}", r.line);

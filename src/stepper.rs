@@ -9,6 +9,7 @@ use crate::client::{Client, InputSample};
 use crate::content::Content;
 use crate::net::conditioner::{Clock, SharedProfile};
 use crate::net::{Conditioner, LinkProfile, LocalListener, Transport};
+use crate::protocol::content::{ClientContent, ContentCache};
 use crate::server::{Server, ServerConfig};
 use crate::sim::TICK_RATE;
 
@@ -55,7 +56,21 @@ impl Stepper {
         } else {
             Box::new(Conditioner::new(pipe, link, self.clock(), 99 + self.clients.len() as u64))
         };
-        self.clients.push(Client::new(net, name, self.content.digest()));
+        self.clients.push(Client::new(net, name, Some(ClientContent::of(&self.content))));
+        self.clients.len() - 1
+    }
+
+    /// Adds a client over a clean pipe that has `installed` content of its own (None: no
+    /// content at all), not the server's: it must take the server's at join, from `cache`
+    /// if that holds it.
+    pub fn add_client_with_content(
+        &mut self,
+        name: &str,
+        installed: Option<ClientContent>,
+        cache: Option<ContentCache>,
+    ) -> usize {
+        let net: Box<dyn Transport> = Box::new(self.listener.connect());
+        self.clients.push(Client::new(net, name, installed).with_cache(cache));
         self.clients.len() - 1
     }
 
@@ -63,7 +78,7 @@ impl Stepper {
     pub fn add_client_with_handle(&mut self, name: &str, link: LinkProfile) -> (usize, SharedProfile) {
         let c = Conditioner::new(self.listener.connect(), link, self.clock(), 99 + self.clients.len() as u64);
         let handle = c.profile_handle();
-        self.clients.push(Client::new(Box::new(c), name, self.content.digest()));
+        self.clients.push(Client::new(Box::new(c), name, Some(ClientContent::of(&self.content))));
         (self.clients.len() - 1, handle)
     }
 

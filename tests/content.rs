@@ -378,3 +378,90 @@ fn validator_cli_lists_every_error_and_exits_non_zero() {
         .unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stdout));
 }
+
+#[test]
+fn mods_turned_off_for_hosting_are_left_out_and_their_dependents_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let a = hailfire::content::sample::write_mod(d.path(), "alpha", 0).unwrap();
+    write(
+        d.path(),
+        "beta/mod.toml",
+        "id = \"beta\"\nname = \"Beta\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nalpha = \">=1.0\"\n",
+    );
+    let roots = [ModRoot::Mod(content::content_dir()), ModRoot::Mod(a), ModRoot::Mod(d.path().join("beta"))];
+    let on = content::load_filtered(&roots, false, &[]);
+    assert!(on.mods.iter().all(|m| m.loaded && m.enabled), "{:?}", on.mods);
+    assert!(on.defs.dungeons.contains_key("alpha_pit"));
+    let off = content::load_filtered(&roots, false, &["alpha".to_string(), "base".to_string()]);
+    let alpha = off.mods.iter().find(|m| m.id == "alpha").unwrap();
+    assert!(!alpha.enabled && !alpha.loaded);
+    assert!(!off.defs.dungeons.contains_key("alpha_pit"), "a disabled mod's content is not loaded");
+    assert!(off.base_loaded(), "the base game cannot be turned off");
+    assert!(!off.mods.iter().find(|m| m.id == "beta").unwrap().loaded, "beta needs alpha");
+    assert!(
+        off.diagnostics.iter().any(|x| x.to_string().contains("alpha")),
+        "the refusal says which dependency is missing: {:?}",
+        off.diagnostics
+    );
+}
+
+#[test]
+fn content_players_would_refuse_does_not_load_on_the_server() {
+    let d = tempfile::tempdir().unwrap();
+    let m = hailfire::content::sample::write_mod(d.path(), "wide", 0).unwrap();
+    // A portal outside the hub: players' games would refuse it, so the server does too.
+    let text = std::fs::read_to_string(m.join("dungeons.toml"))
+        .unwrap()
+        .replace("portal = [700.0, 420.0]", "portal = [5000.0, 420.0]");
+    std::fs::write(m.join("dungeons.toml"), text).unwrap();
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m)]);
+    let errs: Vec<String> = c.errors().map(|e| e.to_string()).collect();
+    assert!(
+        errs.iter().any(|e| e.contains("dungeons.toml:") && e.contains("wide_pit") && e.contains("portal")),
+        "the mod's own check names file and line: {errs:?}"
+    );
+    assert!(!c.mods.iter().find(|m| m.id == "wide").unwrap().loaded, "and the mod is refused");
+}
+
+#[test]
+fn lua_math_gives_the_portable_bits_not_the_platforms() {
+    // Arguments where musl's algorithms (the `libm` crate) and glibc disagree in the last
+    // bit: a script must get musl's answer on every platform, like the simulation does.
+    let cases: [(&str, f64, fn(f64) -> f64); 6] = [
+        ("sin", 0.08771999999999999, libm::sin),
+        ("cos", 0.148393, libm::cos),
+        ("tan", 0.05848, libm::tan),
+        ("exp", 0.057018, libm::exp),
+        ("log", 0.004386, libm::log),
+        ("asin", 0.005356, libm::asin),
+    ];
+    let calls: Vec<String> = cases.iter().map(|(f, x, _)| format!("string.format('%.17g', math.{f}({x:?}))")).collect();
+    let script = format!("log({})\nwait(1000)\n", calls.join(", "));
+    let (mut inst, defs) = instance_with(&script, 5);
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 1);
+    let line = ev
+        .iter()
+        .find_map(|e| if let SimEvent::ScriptLog { message, .. } = e { Some(message.clone()) } else { None })
+        .expect("the script logged");
+    let got: Vec<f64> = line.split(' ').map(|v| v.parse().unwrap()).collect();
+    for ((name, x, portable), g) in cases.iter().zip(&got) {
+        assert_eq!(
+            g.to_bits(),
+            portable(*x).to_bits(),
+            "math.{name}({x:?}) = {g:?}, want the portable {:?}",
+            portable(*x)
+        );
+    }
+    // math.atan(y, x) is the portable atan2.
+    let (mut inst, defs) = instance_with("log(string.format('%.17g', math.atan(1, 3)))\nwait(1000)\n", 5);
+    let mut ev2 = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev2);
+    let ev = run(&mut inst, &defs, 1, 1);
+    let v: f64 = ev
+        .iter()
+        .find_map(|e| if let SimEvent::ScriptLog { message, .. } = e { message.parse().ok() } else { None })
+        .unwrap();
+    assert_eq!(v.to_bits(), libm::atan2(1.0, 3.0).to_bits());
+}

@@ -10,6 +10,7 @@ use hailfire::client::replica::Replica;
 use hailfire::client::{self, Client, InputSample, Phase};
 use hailfire::content::{self, Content, ModRoot};
 use hailfire::net::{EnetTransport, LinkProfile, LocalListener, NetEvent, Transport};
+use hailfire::protocol::content::ClientContent;
 use hailfire::protocol::messages::*;
 use hailfire::protocol::*;
 use hailfire::server::listen::ListenServer;
@@ -247,7 +248,7 @@ fn raw_server() -> (Server<hailfire::net::LocalServer>, LocalListener, Content) 
 }
 
 fn hello(c: &Content, version: u16) -> Vec<u8> {
-    ClientMsg::Hello { version, content_digest: c.digest(), name: "raw".into() }.encode()
+    ClientMsg::Hello { version, content: ClientContent::of(c).digest, name: "raw".into() }.encode()
 }
 
 fn input(tick: u32, buttons: u8) -> Vec<u8> {
@@ -371,13 +372,13 @@ fn malformed_packets_are_counted_and_never_crash_the_server() {
 
 // ------------------------------------------------------------------ 5. listen server over ENet
 
-fn real_time_loop<T: Transport>(clients: &mut [(Client<T>, Brain)], c: &Content, seconds: f64) {
+fn real_time_loop<T: Transport>(clients: &mut [(Client<T>, Brain)], seconds: f64) {
     let start = Instant::now();
     let mut next = start;
     while start.elapsed().as_secs_f64() < seconds {
         let now = start.elapsed().as_secs_f64() * 1000.0;
         for (cl, brain) in clients.iter_mut() {
-            let i = brain.think(cl, &c.defs);
+            let i = brain.think(cl);
             cl.update(now, i);
         }
         next += Duration::from_millis(16);
@@ -392,12 +393,18 @@ fn listen_server_host_and_two_remote_clients_see_the_same_world() {
     let c = base();
     let mut host = ListenServer::start(c.clone(), "127.0.0.1:0".parse().unwrap(), ServerConfig::default()).unwrap();
     let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = Vec::new();
-    clients.push((Client::new(Box::new(host.local.connect()), "host", c.digest()), Brain::new(Plan::Hub, "", 1)));
+    clients.push((
+        Client::new(Box::new(host.local.connect()), "host", Some(ClientContent::of(&c))),
+        Brain::new(Plan::Hub, "", 1),
+    ));
     for k in 0..2 {
         let net = EnetTransport::connect(host.addr).unwrap();
-        clients.push((Client::new(Box::new(net), &format!("friend{k}"), c.digest()), Brain::new(Plan::Hub, "", 2 + k)));
+        clients.push((
+            Client::new(Box::new(net), &format!("friend{k}"), Some(ClientContent::of(&c))),
+            Brain::new(Plan::Hub, "", 2 + k),
+        ));
     }
-    real_time_loop(&mut clients, &c, 4.0);
+    real_time_loop(&mut clients, 4.0);
     let ids: BTreeSet<u32> = clients.iter().map(|(cl, _)| cl.player_id.expect("everyone joined")).collect();
     assert_eq!(ids.len(), 3);
     let snaps: Vec<Snapshot> =
@@ -446,14 +453,22 @@ fn version_mismatch_is_rejected_with_both_versions() {
 }
 
 #[test]
-fn content_mismatch_and_full_server_are_rejected_with_reasons() {
+fn other_content_gets_an_offer_and_a_full_server_is_rejected_with_a_reason() {
     let (mut s, l, c) = raw_server();
     let mut a = Raw::new(&l);
     s.tick();
-    a.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content_digest: 1, name: "x".into() }.encode());
+    let other = hailfire::protocol::content::ContentDigest([1; 32]);
+    a.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content: other, name: "x".into() }.encode());
     s.tick();
     a.pump();
-    assert!(a.got.contains(&ServerMsg::Reject(RejectReason::ContentMismatch)));
+    let mine = ClientContent::of(&c);
+    assert!(
+        a.got.iter().any(|m| matches!(m, ServerMsg::ContentOffer { digest, .. } if *digest == mine.digest)),
+        "a client with other content is offered the server's, not refused: {:?}",
+        a.got
+    );
+    assert!(!a.closed);
+    assert_eq!(s.world.player_count(), 0, "not in the world until it holds the content");
     let mut ok: Vec<Raw> = (0..3).map(|_| Raw::new(&l)).collect();
     s.tick();
     for r in ok.iter_mut() {
@@ -468,7 +483,7 @@ fn content_mismatch_and_full_server_are_rejected_with_reasons() {
 fn joining_nothing_fails_clearly_within_8_seconds() {
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let net = EnetTransport::connect(format!("127.0.0.1:{port}").parse().unwrap()).unwrap();
-    let mut cl = Client::new(net, "lonely", base().digest());
+    let mut cl = Client::new(net, "lonely", Some(ClientContent::of(&base())));
     let start = Instant::now();
     while matches!(cl.phase, Phase::Connecting) && start.elapsed() < Duration::from_secs(12) {
         cl.update(start.elapsed().as_secs_f64() * 1000.0, InputSample::default());
@@ -490,10 +505,9 @@ fn bad_link_60_seconds_of_fighting_stays_bounded() {
     let mut st = Stepper::new(c.clone(), ServerConfig::default());
     st.add_client("lossy", LinkProfile::BAD);
     let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
-    let defs = c.defs.clone();
     let mut worst_recent = 0f32;
     for k in 0..(60 * 60 + 600) {
-        st.step(|_, cl| brain.think(cl, &defs));
+        st.step(|_, cl| brain.think(cl));
         // Keep the bot alive so it fights the whole minute.
         if let Some(id) = st.clients[0].player_id {
             if let Some(p) = st.server.world.player_mut(id) {
@@ -519,4 +533,265 @@ fn bad_link_60_seconds_of_fighting_stays_bounded() {
         "bad link: mean gap {mean:.3} px, max {:.2} px, coasted {} ticks (longest run {}), resyncs {}",
         cl.stats.pred_err_max, p.coasted, p.max_coast_run, cl.stats.resyncs
     );
+}
+
+// ------------------------------------------------------------------ 9. content at join
+
+/// A server loaded with the base game plus a generated mod that no client has, with
+/// `extra` filler definitions.
+fn modded_with(extra: usize) -> (Content, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = hailfire::content::sample::write_mod(dir.path(), "gen", extra).unwrap();
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m)]);
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    assert!(c.defs.dungeons.contains_key("gen_pit"));
+    (c, dir)
+}
+
+fn modded() -> (Content, tempfile::TempDir) {
+    modded_with(4)
+}
+
+/// The server's pool of `inst`, by uid, as bit patterns.
+fn pool_bits(s: &Server<Box<dyn Transport>>, inst: u32) -> std::collections::BTreeMap<u32, (u32, u32)> {
+    let p = &s.world.instances[&inst].bullets;
+    (0..p.len()).map(|i| (p.uid[i], (p.x[i].to_bits(), p.y[i].to_bits()))).collect()
+}
+
+#[test]
+fn a_stock_client_takes_a_mods_content_at_join_fights_in_its_dungeon_and_replicates_bit_for_bit() {
+    let (modded, _dir) = modded();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = hailfire::protocol::content::ContentCache::new(cache_dir.path());
+    let mut st = Stepper::new(modded.clone(), ServerConfig::default());
+    let stock = ClientContent::of(&base());
+    let server_digest = st.server.content.digest;
+    assert_ne!(stock.digest, server_digest, "the client really lacks the mod");
+    st.add_client_with_content("stock", Some(stock), Some(cache.clone()));
+    let mut brain = Brain::new(Plan::Dungeon, "gen_pit", 9);
+    // Server history: tick -> the dungeon's bullets, to compare with the replica's tick.
+    let mut hist: std::collections::BTreeMap<u32, std::collections::BTreeMap<u32, (u32, u32)>> = Default::default();
+    let (mut compared, mut mismatched, mut peak) = (0usize, 0usize, 0usize);
+    let mut fought_boss = false;
+    for _ in 0..60 * 40 {
+        st.step(|_, cl| brain.think(cl));
+        if let Some(id) = st.clients[0].player_id {
+            if let Some(p) = st.server.world.player_mut(id) {
+                p.hp = 100; // keep the bot fighting
+            }
+        }
+        let cl = &st.clients[0];
+        let Some(v) = cl.view.as_ref().filter(|v| v.dungeon == "gen_pit") else { continue };
+        let inst = v.instance;
+        if !st.server.world.instances.contains_key(&inst) {
+            continue;
+        }
+        hist.insert(st.server.world.tick, pool_bits(&st.server, inst));
+        fought_boss |= st.server.world.instances[&inst].boss.is_some();
+        if let Some(server) = hist.get(&v.replica.tick) {
+            let p = &v.replica.pool;
+            peak = peak.max(p.len());
+            for i in 0..p.len() {
+                if let Some(bits) = server.get(&p.uid[i]) {
+                    compared += 1;
+                    if *bits != (p.x[i].to_bits(), p.y[i].to_bits()) {
+                        mismatched += 1;
+                    }
+                }
+            }
+        }
+        while hist.len() > 240 {
+            let first = *hist.keys().next().unwrap();
+            hist.remove(&first);
+        }
+    }
+    let cl = &st.clients[0];
+    assert_eq!(cl.content.as_ref().unwrap().digest, server_digest, "the session plays the server's content");
+    assert!(cl.defs().unwrap().dungeon("gen_pit").is_some());
+    assert!(cl.stats.content_bytes > 0 && !cl.stats.content_from_cache, "it was downloaded");
+    assert!(cache.contains(&server_digest), "and cached by digest");
+    assert!(fought_boss, "the bot reached the mod's boss");
+    assert!(compared > 5_000 && peak > 20, "compared {compared} bullet positions, peak {peak}");
+    assert_eq!(mismatched, 0, "replica parity with the received definitions: worst error 0 ({compared} compared)");
+}
+
+#[test]
+fn a_second_join_uses_the_cache_and_transfers_no_content() {
+    let (modded, _dir) = modded_with(200);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = hailfire::protocol::content::ContentCache::new(cache_dir.path());
+    let mut st = Stepper::new(modded, ServerConfig::default());
+    let stock = ClientContent::of(&base());
+    let joined = |st: &Stepper, k: usize| st.clients[k].is_joined();
+    st.add_client_with_content("first", Some(stock.clone()), Some(cache.clone()));
+    assert!(st.run_until(600, |_, _| InputSample::default(), |st| joined(st, 0)));
+    let first_bytes = st.clients[0].net.stats(0).bytes_received;
+    assert!(st.clients[0].stats.content_bytes > 4000, "{}", st.clients[0].stats.content_bytes);
+    st.clients[0].disconnect();
+    st.add_client_with_content("second", Some(stock), Some(cache));
+    let before = st.server.stats.content_bytes;
+    assert!(st.run_until(600, |_, _| InputSample::default(), |st| joined(st, 1)));
+    let second = &st.clients[1];
+    assert!(second.stats.content_from_cache);
+    assert_eq!(second.stats.content_bytes, 0);
+    assert_eq!(st.server.stats.content_bytes, before, "the server streamed nothing the second time");
+    assert_eq!(st.server.stats.content_transfers, 1);
+    let second_bytes = second.net.stats(0).bytes_received;
+    assert!(
+        second_bytes * 4 < first_bytes,
+        "the cached join received {second_bytes} bytes, the first {first_bytes} (content {} bytes)",
+        st.clients[0].stats.content_bytes
+    );
+}
+
+/// A fake server that answers Hello with `offer(deflated raw)`. Ok: the client took the
+/// content (answered ContentReady); Err: it gave up, with its message.
+fn fake_join(offer: impl Fn(&[u8]) -> Vec<ServerMsg>, raw: &[u8]) -> Result<(), String> {
+    let l = LocalListener::new();
+    let mut srv = l.server();
+    let mut cl = Client::new(Box::new(l.connect()) as Box<dyn Transport>, "victim", Some(ClientContent::of(&base())));
+    let packed = miniz_oxide::deflate::compress_to_vec(raw, 6);
+    let mut sent = false;
+    for t in 0..600 {
+        cl.update(t as f64 * 16.7, InputSample::default());
+        let mut ev = Vec::new();
+        srv.poll(&mut ev);
+        for e in ev {
+            if let NetEvent::Packet { peer, data, .. } = e {
+                if matches!(ClientMsg::decode(&data), Ok(ClientMsg::ContentReady { .. })) {
+                    return Ok(());
+                }
+                if !sent && matches!(ClientMsg::decode(&data), Ok(ClientMsg::Hello { .. })) {
+                    for m in offer(&packed) {
+                        srv.send(peer, CH_CONTROL, &m.encode());
+                    }
+                    sent = true;
+                }
+            }
+        }
+        if let Phase::Failed(why) = &cl.phase {
+            assert!(cl.content.is_none() && cl.player_id.is_none());
+            return Err(why.clone());
+        }
+    }
+    panic!("the client neither took nor refused the content: {:?}", cl.phase);
+}
+
+fn join_hostile(offer: impl Fn(&[u8]) -> Vec<ServerMsg>, raw: &[u8]) -> String {
+    fake_join(offer, raw).expect_err("the client accepted hostile content")
+}
+
+fn offer_and_chunks(raw: &[u8]) -> impl Fn(&[u8]) -> Vec<ServerMsg> {
+    let digest = hailfire::protocol::content::ContentDigest::of(raw);
+    let raw_len = raw.len() as u32;
+    move |packed: &[u8]| {
+        let mut v = vec![ServerMsg::ContentOffer { digest, raw_len, packed_len: packed.len() as u32 }];
+        for (k, c) in packed.chunks(1024).enumerate() {
+            v.push(ServerMsg::ContentChunk { offset: (k * 1024) as u32, data: c.to_vec() });
+        }
+        v
+    }
+}
+
+#[test]
+fn hostile_content_is_refused_with_a_clear_message_and_nothing_crashes() {
+    use hailfire::protocol::content::{encode, ContentDigest};
+    let good = hailfire::sim::ClientDefs::from_defs(&base().defs);
+    let bytes = encode(&good);
+    let check = |what: &str, raw: Vec<u8>, words: &[&str]| {
+        let why = join_hostile(offer_and_chunks(&raw), &raw);
+        for w in words {
+            assert!(why.contains(w), "{what}: '{why}' should mention '{w}'");
+        }
+    };
+    // Truncated.
+    check("truncated", bytes[..bytes.len() / 2].to_vec(), &["refuses", "truncated"]);
+    // Out of range: a NaN radius, an arena of 100,000 px, a spawn outside the arena.
+    let mut d = good.clone();
+    d.bullets[0].radius = f32::NAN;
+    check("nan radius", encode(&d), &["refuses", "radius"]);
+    let mut d = good.clone();
+    d.dungeons[0].arena = [100_000.0, 640.0];
+    check("huge arena", encode(&d), &["arena"]);
+    let mut d = good.clone();
+    d.hub.spawn = [-5.0, 10.0];
+    check("spawn outside", encode(&d), &["hub", "spawn"]);
+    // References: a dungeon naming a boss that does not exist; ids defined twice.
+    let mut d = good.clone();
+    d.dungeons[0].boss = 9;
+    check("bad boss reference", encode(&d), &["boss #9"]);
+    let mut d = good.clone();
+    let e = d.enemies[0].clone();
+    d.enemies.insert(0, e);
+    check("duplicate enemy", encode(&d), &["twice"]);
+    // Counts that claim more than the bytes hold.
+    let mut b = bytes.clone();
+    b[4] = 0xff;
+    b[5] = 0x7f;
+    check("count", b, &["refuses"]);
+    // Oversized: refused from the offer, before any download.
+    let why = join_hostile(
+        |_| vec![ServerMsg::ContentOffer { digest: ContentDigest([3; 32]), raw_len: 64 << 20, packed_len: 1000 }],
+        &bytes,
+    );
+    assert!(why.contains("too large") && why.contains("4 MiB"), "{why}");
+    // A compression bomb: 4 MiB of zeros claimed as 1,000 bytes.
+    let zeros = vec![0u8; 4 << 20];
+    let why = join_hostile(
+        |_| {
+            let packed = miniz_oxide::deflate::compress_to_vec(&zeros, 6);
+            let mut v = vec![ServerMsg::ContentOffer {
+                digest: ContentDigest([4; 32]),
+                raw_len: 1000,
+                packed_len: packed.len() as u32,
+            }];
+            for (k, c) in packed.chunks(1024).enumerate() {
+                v.push(ServerMsg::ContentChunk { offset: (k * 1024) as u32, data: c.to_vec() });
+            }
+            v
+        },
+        &bytes,
+    );
+    assert!(why.contains("compressed content is damaged"), "{why}");
+    // The right bytes under the wrong digest.
+    let why = join_hostile(
+        |packed| {
+            vec![
+                ServerMsg::ContentOffer {
+                    digest: ContentDigest([5; 32]),
+                    raw_len: bytes.len() as u32,
+                    packed_len: packed.len() as u32,
+                },
+                ServerMsg::ContentChunk { offset: 0, data: packed[..packed.len().min(1024)].to_vec() },
+            ]
+            .into_iter()
+            .chain(
+                packed
+                    .chunks(1024)
+                    .enumerate()
+                    .skip(1)
+                    .map(|(k, c)| ServerMsg::ContentChunk { offset: (k * 1024) as u32, data: c.to_vec() }),
+            )
+            .collect()
+        },
+        &bytes,
+    );
+    assert!(why.contains("does not match its digest"), "{why}");
+    // Chunks out of order.
+    let why = join_hostile(
+        |packed| {
+            vec![
+                ServerMsg::ContentOffer {
+                    digest: ContentDigest::of(&bytes),
+                    raw_len: bytes.len() as u32,
+                    packed_len: packed.len() as u32,
+                },
+                ServerMsg::ContentChunk { offset: 7, data: vec![1, 2, 3] },
+            ]
+        },
+        &bytes,
+    );
+    assert!(why.contains("out of order"), "{why}");
+    // And the fake server is sound: the honest transfer of the same bytes is accepted.
+    assert_eq!(fake_join(offer_and_chunks(&bytes), &bytes), Ok(()));
 }

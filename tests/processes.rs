@@ -193,3 +193,44 @@ fn garbage_aimed_at_the_udp_port_does_not_stop_the_server() {
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let _ = server.wait();
 }
+
+#[test]
+fn a_dedicated_server_with_extra_mods_serves_a_stock_bot_that_fights_in_the_mods_dungeon() {
+    let dir = tempfile::tempdir().unwrap();
+    let mods = dir.path().join("server-mods");
+    hailfire::content::sample::write_mod(&mods, "vps", 2).unwrap();
+    let log = dir.path().join("server.log");
+    let cache = dir.path().join("bot-cache");
+    let port = free_port();
+    let mut server = Command::new(exe())
+        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--mods"])
+        .arg(&mods)
+        .env("HAILFIRE_LOG_FILE", &log)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    assert!(read(&log).contains("id=vps"), "the server loaded the extra mod folder:\n{}", read(&log));
+    // The bot runs from this checkout, which has no such mod, and a fresh cache.
+    let run = || {
+        Command::new(exe())
+            .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", "vps_pit", "--seconds", "12"])
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", read(&log));
+    assert!(text.contains("fought in the dungeon") && text.contains("content downloaded"), "{text}");
+    // A second run finds the content in its cache.
+    let out = run();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("content from the cache"), "{text}");
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
+    assert!(!read(&log).contains("panicked"));
+}

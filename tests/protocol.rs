@@ -2,6 +2,7 @@
 //! PROTOCOL_VERSION and update these), round trips, the encoding as a validator, and
 //! decoding hostile bytes without a panic.
 
+use hailfire::protocol::content::ContentDigest;
 use hailfire::protocol::messages::*;
 use hailfire::protocol::*;
 use hailfire::sim::{BulletSpawn, InputFrame, Team, Vec2};
@@ -12,14 +13,47 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 2, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 3, "a new version: update the fixtures below and the history");
 }
 
 #[test]
 fn golden_hello() {
-    let m = ClientMsg::Hello { version: 2, content_digest: 0x0102030405060708, name: "Ann".into() };
-    assert_eq!(hex(&m.encode()), "01 02 00 08 07 06 05 04 03 02 01 03 41 6e 6e");
+    let mut d = [0u8; 32];
+    d[0] = 0xab;
+    d[31] = 0xcd;
+    let m = ClientMsg::Hello { version: 3, content: ContentDigest(d), name: "Ann".into() };
+    assert_eq!(
+        hex(&m.encode()),
+        "01 03 00 ab 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 cd 03 41 6e 6e"
+    );
     assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+}
+
+#[test]
+fn golden_content_messages() {
+    let d = ContentDigest([7; 32]);
+    let want = ClientMsg::ContentWant;
+    assert_eq!(hex(&want.encode()), "03");
+    let ready = ClientMsg::ContentReady { digest: d };
+    assert_eq!(ready.encode().len(), 33);
+    assert_eq!(ready.encode()[0], 4);
+    let offer = ServerMsg::ContentOffer { digest: d, raw_len: 300, packed_len: 200 };
+    let b = offer.encode();
+    assert_eq!(hex(&b[..1]), "0d");
+    assert_eq!(hex(&b[33..]), "ac 02 c8 01");
+    let chunk = ServerMsg::ContentChunk { offset: 1024, data: vec![1, 2, 3] };
+    assert_eq!(hex(&chunk.encode()), "0e 80 08 03 01 02 03");
+    for m in [want, ready] {
+        assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+    }
+    for m in [offer, chunk] {
+        assert_eq!(ServerMsg::decode(&m.encode()).unwrap(), m);
+    }
+    // A chunk larger than CONTENT_CHUNK, or empty, cannot be expressed.
+    assert!(ServerMsg::decode(&[14, 0, 0]).is_err(), "empty chunk");
+    let mut big = vec![14u8, 0, 0x81, 0x08];
+    big.extend(vec![0u8; 1025]);
+    assert!(ServerMsg::decode(&big).is_err(), "a chunk over 1024 bytes");
 }
 
 #[test]
@@ -135,7 +169,7 @@ fn golden_snapshot() {
 #[test]
 fn round_trips_for_every_message() {
     let msgs = vec![
-        ServerMsg::Reject(RejectReason::ContentMismatch),
+        ServerMsg::Reject(RejectReason::ContentTimeout),
         ServerMsg::Reject(RejectReason::ServerFull { max: 16 }),
         ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }),
         ServerMsg::Reject(RejectReason::TooManyMalformed),
@@ -193,7 +227,9 @@ fn the_encoding_is_a_validator() {
 fn hostile_bytes_never_panic_and_never_overallocate() {
     let mut rng = hailfire::sim::rng::Rng::new(1);
     let seeds: Vec<Vec<u8>> = vec![
-        ClientMsg::Hello { version: 1, content_digest: 9, name: "x".into() }.encode(),
+        ClientMsg::Hello { version: 1, content: ContentDigest([9; 32]), name: "x".into() }.encode(),
+        ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
+        ServerMsg::ContentChunk { offset: 77, data: vec![5; 40] }.encode(),
         ServerMsg::Snapshot(Snapshot {
             instance: 1,
             tick: 2,

@@ -402,3 +402,139 @@ fn ten_thousand_bullets_stay_consistent() {
     assert!(b.uid.windows(2).all(|p| p[0] < p[1]), "pool stays sorted by uid");
     assert!(b.len() > 9_000);
 }
+
+// ------------------------------------------------------------------ golden hashes
+
+/// FNV-1a over every live bullet's bits, in uid order, for every instance.
+fn bullet_bits_hash(w: &World) -> (u64, usize) {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut mix = |v: u32| {
+        for b in v.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    };
+    let mut n = 0;
+    for inst in w.instances.values() {
+        let p = &inst.bullets;
+        for i in 0..p.len() {
+            for v in [p.uid[i], p.x[i].to_bits(), p.y[i].to_bits(), p.vx[i].to_bits(), p.vy[i].to_bits()] {
+                mix(v);
+            }
+            mix(p.life[i] as u32);
+            n += 1;
+        }
+    }
+    (h, n)
+}
+
+/// Players' moves without any platform function: eight compass directions from integers.
+fn compass(t: u32, id: u32) -> Vec2 {
+    const D: [(f32, f32); 8] =
+        [(1.0, 0.0), (0.7, 0.7), (0.0, 1.0), (-0.7, 0.7), (-1.0, 0.0), (-0.7, -0.7), (0.0, -1.0), (0.7, -0.7)];
+    let (x, y) = D[((t / 20 + id * 3) % 8) as usize];
+    Vec2::new(x, y)
+}
+
+/// A boss fight of 900 ticks, four scripted players kept alive, from the boss's arrival.
+fn boss_fight_hash(c: &Content, dungeon: &str) -> (u64, usize) {
+    let mut w = World::new(c.defs.clone(), c.script_factory(), 2026);
+    for id in 1..=4 {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, dungeon);
+    }
+    let inst = w.instance_of(1).unwrap();
+    let defs = w.defs.clone();
+    let mut ev = Vec::new();
+    let t0 = w.tick;
+    w.instances.get_mut(&inst).unwrap().start_boss(&defs, t0, &mut ev);
+    for t in 0..900u32 {
+        for id in 1..=4u32 {
+            let f = InputFrame { tick: w.tick + 1, mv: compass(t, id), aim: (t * 7 % 360) as f32, buttons: BTN_FIRE };
+            let _ = w.queue_input(id, f);
+        }
+        for p in w.instances.get_mut(&inst).unwrap().players.iter_mut() {
+            p.hp = 100;
+        }
+        w.step();
+    }
+    bullet_bits_hash(&w)
+}
+
+/// Bullets that turn, accelerate and hit their speed caps, spawned at angles all round the
+/// circle: the paths that use `sin`/`cos` at spawn and every tick after.
+fn stress_field_hash() -> (u64, usize) {
+    use hailfire::sim::{BulletPool, BulletSpawn};
+    let mut pool = BulletPool::new();
+    for k in 0..2000u32 {
+        let s = BulletSpawn {
+            uid: k + 1,
+            pos: Vec2::new(2000.0 + (k % 40) as f32 * 3.25, 2000.0 + (k / 40) as f32 * 2.5),
+            angle: k as f32 * 137.507_76,
+            speed: 0.5 + (k % 13) as f32 * 0.25,
+            radius: 4.0,
+            lifetime: 1200,
+            kind: 0,
+            team: Team::Enemy,
+            accel: ((k % 7) as f32 - 3.0) * 0.01,
+            turn: ((k % 97) as f32 - 48.0) * 0.0371,
+            max_speed: if k % 3 == 0 { f32::INFINITY } else { 3.0 + (k % 5) as f32 },
+            tick: 0,
+        }
+        .quantized();
+        pool.spawn(&s, 0);
+    }
+    for _ in 0..900 {
+        pool.step(Vec2::new(4000.0, 4000.0));
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for i in 0..pool.len() {
+        for v in [pool.uid[i], pool.x[i].to_bits(), pool.y[i].to_bits(), pool.vx[i].to_bits(), pool.vy[i].to_bits()] {
+            for b in v.to_le_bytes() {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    (h, pool.len())
+}
+
+/// Golden hashes: the exact bits of every live bullet after 900 ticks of each shipped boss
+/// fight, and of a turning/accelerating stress field. Any platform that runs `cargo test`
+/// proves here that it simulates bit for bit like Linux x86-64.
+///
+/// How the constants were made: run this test on Linux x86-64 (Debian 12, Rust 1.95, the
+/// `libm` crate for every transcendental function, see `sim::math`) with
+/// `HAILFIRE_PRINT_GOLDEN=1 cargo test --test simulation golden -- --nocapture`, and
+/// copy the printed values. They may change only with a deliberate change to the
+/// simulation, the shipped patterns or the seeds here, recorded in the protocol history
+/// (`protocol::PROTOCOL_VERSION`); a change on one platform only is a determinism bug.
+#[test]
+fn golden_hashes_pin_the_simulation_bits() {
+    let c = content::load(&[
+        ModRoot::Mod(content::content_dir()),
+        ModRoot::Mod(content::content_dir().parent().unwrap().join("mods/example_spiral")),
+    ]);
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    let got = [
+        ("warden_keep", boss_fight_hash(&c, "warden_keep")),
+        ("hollow_grove", boss_fight_hash(&c, "hollow_grove")),
+        ("whirl_pit", boss_fight_hash(&c, "whirl_pit")),
+        ("stress", stress_field_hash()),
+    ];
+    if std::env::var_os("HAILFIRE_PRINT_GOLDEN").is_some() {
+        for (name, (h, n)) in &got {
+            println!("(\"{name}\", (0x{h:016x}, {n})),");
+        }
+    }
+    let want: [(&str, (u64, usize)); 4] = [
+        ("warden_keep", (0x6de8_6b56_14f9_6496, 232)),
+        ("hollow_grove", (0x9736_6b73_86f3_8577, 103)),
+        ("whirl_pit", (0x0880_4a21_093b_fe00, 203)),
+        ("stress", (0x1c75_73ac_fc24_95b7, 1827)),
+    ];
+    for ((name, g), (_, w)) in got.iter().zip(want.iter()) {
+        assert!(g.1 > 50, "{name}: the fight must have bullets in flight to pin anything ({} live)", g.1);
+        assert_eq!(g, w, "{name}: (hash, live bullets) differ from the golden values");
+    }
+}

@@ -178,9 +178,10 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         "death" => boss_fight(content, true),
         other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
     };
-    let palette = scene::Palette::new(&content.defs);
-    let enemy_r: Vec<f32> = content.defs.enemies.values().map(|e| e.radius).collect();
-    let boss_r: Vec<f32> = content.defs.bosses.values().map(|b| b.radius).collect();
+    let looks = crate::sim::ClientDefs::from_defs(&content.defs);
+    let palette = scene::Palette::new(&looks);
+    let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
+    let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
     let view = scene::WorldView {
         arena: f.arena,
         bullets: &f.bullets,
@@ -193,7 +194,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         boss: f.boss,
         boss_radius: &boss_r,
         portals: &[],
-        portal_radius: content.defs.hub.portal_radius,
+        portal_radius: looks.hub.portal_radius,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

@@ -10,6 +10,7 @@ use super::ui::hud::{HudState, NetOverlay};
 use crate::client::{Client, ClientEvent};
 use crate::content::Content;
 use crate::net::Transport;
+use crate::protocol::content::{ClientContent, ContentCache, ContentDigest};
 use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD};
 use crate::server::listen::ListenServer;
 use crate::sim::{Vec2, PLAYER_MAX_HP, RESPAWN_LOCKOUT_TICKS, TICK_RATE};
@@ -30,6 +31,8 @@ pub struct Session {
     fire_cd: u32,
     pub banner: Option<(String, Instant)>,
     last_roster: Vec<String>,
+    /// Colours and shapes of the session's content (the server's, once joined).
+    palette: Option<(ContentDigest, Palette)>,
 }
 
 /// The address friends can use: the machine's LAN address if it has one.
@@ -63,6 +66,7 @@ impl Session {
             fire_cd: 0,
             banner: None,
             last_roster: Vec::new(),
+            palette: None,
         }
     }
 
@@ -75,14 +79,30 @@ impl Session {
             // The port is taken (another game?): take any free one and say which.
             Err(_) => ListenServer::start(content.clone(), SocketAddr::new(ip, 0), Default::default())?,
         };
-        let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, content.digest());
+        // The host's client holds the very content the server runs: nothing to transfer.
+        let installed = Some(ClientContent::of(content));
+        let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, installed);
         Ok(Session::new(client, Some(server)))
     }
 
+    /// Joins a friend: offers the content installed here; if the server's differs, it is
+    /// taken from the cache or downloaded, and played for this session only.
     pub fn join(content: &Content, name: &str, addr: &str) -> anyhow::Result<Session> {
         let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
         let net = crate::net::EnetTransport::connect(sa)?;
-        Ok(Session::new(Client::new(Box::new(net), name, content.digest()), None))
+        let installed = content.base_loaded().then(|| ClientContent::of(content));
+        let cache = ContentCache::default_dir().map(ContentCache::new);
+        let net: Box<dyn Transport> = Box::new(net);
+        Ok(Session::new(Client::new(net, name, installed).with_cache(cache), None))
+    }
+
+    /// The palette of the session's content (built once per content).
+    fn palette(&mut self) -> Option<&Palette> {
+        let c = self.client.content.as_ref()?;
+        if self.palette.as_ref().is_none_or(|(d, _)| *d != c.digest) {
+            self.palette = Some((c.digest, Palette::new(&c.defs)));
+        }
+        self.palette.as_ref().map(|(_, p)| p)
     }
 
     pub fn in_dungeon(&self) -> bool {
@@ -153,21 +173,15 @@ impl Session {
     }
 
     /// The world's sprites for this frame and the camera that frames them.
-    pub fn sprites(
-        &self,
-        content: &Content,
-        palette: &Palette,
-        alpha: f32,
-        screen: (u32, u32),
-        time: f32,
-        out: &mut Vec<Sprite>,
-    ) -> Option<Camera> {
+    pub fn sprites(&mut self, alpha: f32, screen: (u32, u32), time: f32, out: &mut Vec<Sprite>) -> Option<Camera> {
+        let palette = self.palette()?.clone();
+        let defs = self.client.defs()?.clone();
         let v = self.client.view.as_ref()?;
         let snap = self.client.interpolated()?;
-        let enemy_r: Vec<f32> = content.defs.enemies.values().map(|e| e.radius).collect();
-        let boss_r: Vec<f32> = content.defs.bosses.values().map(|b| b.radius).collect();
+        let enemy_r: Vec<f32> = defs.enemies.iter().map(|e| e.radius).collect();
+        let boss_r: Vec<f32> = defs.bosses.iter().map(|b| b.radius).collect();
         let portals: Vec<(String, Vec2)> = if v.dungeon.is_empty() {
-            content.defs.portals().into_iter().map(|(d, p)| (d, Vec2::new(p[0], p[1]))).collect()
+            defs.portals().into_iter().map(|(d, p)| (d, Vec2::new(p[0], p[1]))).collect()
         } else {
             Vec::new()
         };
@@ -183,33 +197,24 @@ impl Session {
             boss: snap.boss,
             boss_radius: &boss_r,
             portals: &portals,
-            portal_radius: content.defs.hub.portal_radius,
+            portal_radius: defs.hub.portal_radius,
         };
-        scene::build(&view, palette, out);
+        scene::build(&view, &palette, out);
         Some(Camera::fit(v.arena, screen, time))
     }
 
     /// What the HUD shows. `cam` and `ppp` place portal labels.
-    pub fn hud(
-        &mut self,
-        content: &Content,
-        cam: Option<&Camera>,
-        ppp: f32,
-        net_overlay: bool,
-        hint: Option<String>,
-    ) -> HudState {
+    pub fn hud(&mut self, cam: Option<&Camera>, ppp: f32, net_overlay: bool, hint: Option<String>) -> HudState {
         let c = &self.client;
         let own = c.own_state();
         let v = c.view.as_ref();
-        let defs = &content.defs;
-        let place = match v.map(|v| v.dungeon.as_str()) {
-            Some("") | None => "The Hub".to_string(),
-            Some(d) => defs.dungeons.get(d).map_or(d.to_string(), |d| d.name.clone()),
-        };
+        let empty = crate::sim::ClientDefs::default();
+        let defs = c.defs().map_or(&empty, |d| d.as_ref());
+        let place = defs.place_name(v.map_or("", |v| v.dungeon.as_str()));
         let snap = v.and_then(|v| v.latest());
         let boss = snap.and_then(|s| s.boss).and_then(|b| {
-            let (_, bd) = defs.bosses.iter().nth(b.def as usize)?;
-            let phase = bd.phases.get(b.phase as usize).map_or(String::new(), |p| p.name.clone());
+            let bd = defs.bosses.get(b.def as usize)?;
+            let phase = bd.phases.get(b.phase as usize).cloned().unwrap_or_default();
             Some((bd.name.clone(), phase, b.hp as f32 / b.max_hp.max(1) as f32))
         });
         let roster = v
@@ -231,7 +236,7 @@ impl Session {
                 .into_iter()
                 .map(|(d, p)| {
                     let s = cam.world_to_screen(Vec2::new(p[0], p[1])) * (1.0 / ppp);
-                    (defs.dungeons.get(&d).map_or(d.clone(), |x| x.name.clone()), egui::pos2(s.x, s.y))
+                    (defs.place_name(&d), egui::pos2(s.x, s.y))
                 })
                 .collect(),
             _ => Vec::new(),

@@ -94,6 +94,9 @@ pub struct Settings {
     /// Address to host on: "0.0.0.0" lets friends in; "127.0.0.1" keeps it to this machine.
     pub host_address: String,
     pub bindings: Bindings,
+    /// Mods (by id) turned off in the Mods menu: not loaded when hosting. The base game
+    /// cannot be turned off. Joining a server always plays that server's content.
+    pub disabled_mods: Vec<String>,
 }
 
 impl Default for Settings {
@@ -110,6 +113,7 @@ impl Default for Settings {
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "0.0.0.0".into(),
             bindings: default_bindings(),
+            disabled_mods: Vec::new(),
         }
     }
 }

@@ -15,7 +15,6 @@ use winit::window::{Fullscreen, Window, WindowId};
 
 use super::audio::Audio;
 use super::input::{self, Device, InputState};
-use super::render::scene::Palette;
 use super::render::{self, EguiFrame, Gpu, Renderer};
 use super::session::Session;
 use super::settings::{Action, Settings};
@@ -47,7 +46,6 @@ struct Gfx {
 pub struct App {
     opts: AppOptions,
     content: Content,
-    palette: Palette,
     settings: Settings,
     settings_warning: Option<String>,
     gfx: Option<Gfx>,
@@ -91,8 +89,13 @@ impl App {
         if !content.base_loaded() {
             menu.error = Some("The base game content failed to load; see Mods and run `hailfire mods check`.".into());
         }
+        // Host-and-play runs the mods the player enabled in the Mods menu.
+        let content = if settings.disabled_mods.is_empty() {
+            content
+        } else {
+            Content::load_configured(&[], &settings.disabled_mods)
+        };
         App {
-            palette: Palette::new(&content.defs),
             opts,
             content,
             settings,
@@ -353,16 +356,15 @@ impl App {
         let size = (g.config.width, g.config.height);
         let ppp = g.window.scale_factor() as f32;
         let time = self.started.elapsed().as_secs_f32();
-        let cam = match &self.session {
-            Some(s) => s.sprites(&self.content, &self.palette, self.alpha, size, time, &mut self.sprites),
+        let cam = match &mut self.session {
+            Some(s) => s.sprites(self.alpha, size, time, &mut self.sprites),
             None => {
                 self.sprites.clear();
                 None
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
-        let hud =
-            self.session.as_mut().map(|s| s.hud(&self.content, Some(&cam), ppp, self.settings.show_net_overlay, hint));
+        let hud = self.session.as_mut().map(|s| s.hud(Some(&cam), ppp, self.settings.show_net_overlay, hint));
         let mut menu_action = None;
         let mut game_action = None;
         let mut hud_action = None;
@@ -370,10 +372,21 @@ impl App {
             (Some(s), Some(h)) => {
                 hud_action = hud::draw(ui.ctx(), h);
                 if !s.client.is_joined() {
+                    let progress = s.client.download_progress();
                     egui::Area::new(egui::Id::unique("connecting"))
                         .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
-                        .show(ui.ctx(), |ui| {
-                            ui.label(egui::RichText::new("Connecting…").size(28.0));
+                        .show(ui.ctx(), |ui| match progress {
+                            Some((got, all)) => {
+                                ui.label(egui::RichText::new("Downloading the server's game content…").size(24.0));
+                                ui.add(
+                                    egui::ProgressBar::new(got as f32 / all.max(1) as f32)
+                                        .desired_width(420.0)
+                                        .text(format!("{:.0} of {:.0} KB", got as f32 / 1024.0, all as f32 / 1024.0)),
+                                );
+                            }
+                            None => {
+                                ui.label(egui::RichText::new("Connecting…").size(28.0));
+                            }
                         });
                 }
                 if s.menu_open {
@@ -457,6 +470,10 @@ impl App {
                     self.start_session(s, Some(addr));
                 }
                 menu::MenuAction::Quit => self.quit(el),
+                menu::MenuAction::ModsChanged => {
+                    self.save_settings();
+                    self.content = Content::load_configured(&[], &self.settings.disabled_mods);
+                }
                 menu::MenuAction::SettingsChanged => {
                     self.save_settings();
                     if let Some(g) = self.gfx.as_mut() {

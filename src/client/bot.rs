@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use super::{Client, InputSample, Phase};
 use crate::net::{conditioner, Conditioner, EnetTransport, LinkProfile, Transport};
+use crate::protocol::content::{ClientContent, ContentCache};
 use crate::protocol::messages::F_DEAD;
 use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
 use crate::sim::rng::Rng;
-use crate::sim::{Defs, Team, Vec2, TICK_RATE};
+use crate::sim::{Team, Vec2, TICK_RATE};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plan {
@@ -36,9 +37,11 @@ impl Brain {
         Brain { plan, dungeon: dungeon.to_string(), rng, t: 0, wobble, entered_dungeon: false }
     }
 
-    pub fn think<T: Transport>(&mut self, c: &Client<T>, defs: &Defs) -> InputSample {
+    /// This tick's input. The bot knows the world only through the client: the session's
+    /// content (its own, or what the server sent) tells it where the portals are.
+    pub fn think<T: Transport>(&mut self, c: &Client<T>) -> InputSample {
         self.t += 1;
-        let (Some(v), Some(me)) = (&c.view, c.pred) else { return InputSample::default() };
+        let (Some(v), Some(me), Some(defs)) = (&c.view, c.pred, c.defs()) else { return InputSample::default() };
         let own = c.own_state();
         if own.is_some_and(|o| o.flags & F_DEAD != 0) {
             // The death screen's "Return to hub": held; the server enforces the lockout.
@@ -103,6 +106,10 @@ pub struct BotOptions {
     /// Disconnect (the menu's "Disconnect to menu" path) after this many seconds.
     pub leave_after: Option<f64>,
     pub link: LinkProfile,
+    /// Content the bots offer at join (None: none; they take the server's).
+    pub installed: Option<ClientContent>,
+    /// Where received content is cached (None: not cached).
+    pub cache: Option<ContentCache>,
 }
 
 /// One bot's outcome.
@@ -116,7 +123,7 @@ pub struct BotReport {
 }
 
 /// Runs `count` bots for `seconds`; every bot's report, in order.
-pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
+pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let clock = conditioner::wall_clock();
     let mut bots: Vec<(Client<Box<dyn Transport>>, Brain)> = Vec::new();
     for i in 0..opts.count {
@@ -129,7 +136,8 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
                 continue;
             }
         };
-        bots.push((Client::new(net, &name, digest), Brain::new(opts.plan, &opts.dungeon, 1000 + i as u64)));
+        let client = Client::new(net, &name, opts.installed.clone()).with_cache(opts.cache.clone());
+        bots.push((client, Brain::new(opts.plan, &opts.dungeon, 1000 + i as u64)));
     }
     let start = Instant::now();
     let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
@@ -146,7 +154,7 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
                 left[i] = true;
                 continue;
             }
-            let input = brain.think(c, defs);
+            let input = brain.think(c);
             c.update(now, input);
         }
         if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
@@ -177,6 +185,11 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
                 Phase::Connecting => problem = Some("never joined".to_string()),
                 _ => {}
             }
+            let known = c.defs().is_none_or(|d| d.dungeon(&brain.dungeon).is_some());
+            if problem.is_none() && opts.plan == Plan::Dungeon && !known {
+                let have: Vec<String> = c.defs().map_or(Vec::new(), |d| d.dungeons.iter().map(|g| g.id.clone()).collect());
+                problem = Some(format!("the server has no dungeon '{}' (it has: {})", brain.dungeon, have.join(", ")));
+            }
             if problem.is_none() && opts.plan == Plan::Dungeon && !brain.entered_dungeon && opts.leave_after.is_none() {
                 problem = Some(format!("stuck: never got into the dungeon '{}'", brain.dungeon));
             }
@@ -185,10 +198,17 @@ pub fn run(opts: &BotOptions, defs: &Defs, digest: u64) -> Vec<BotReport> {
             }
             let s = &c.stats;
             let line = format!(
-                "bot {}: player {} | {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
+                "bot {}: player {} | {} | content {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
                 c.name,
                 c.player_id.map_or("-".into(), |p| p.to_string()),
                 if left[i] { "left via disconnect" } else if brain.entered_dungeon { "fought in the dungeon" } else { "in the hub" },
+                if s.content_from_cache {
+                    "from the cache".to_string()
+                } else if s.content_bytes > 0 {
+                    format!("downloaded ({} bytes)", s.content_bytes)
+                } else {
+                    "installed".to_string()
+                },
                 s.pred_err_mean(),
                 s.pred_err_max,
                 s.server_inputs_dropped,

@@ -8,7 +8,10 @@ pub mod replica;
 
 use std::collections::VecDeque;
 
+use std::sync::Arc;
+
 use crate::net::{NetEvent, Transport};
+use crate::protocol::content::{unpack, ClientContent, ContentCache, ContentDigest, MAX_CONTENT_BYTES};
 use crate::protocol::messages::*;
 use crate::protocol::*;
 use crate::sim::movement::step_player;
@@ -28,6 +31,11 @@ pub const SNAP_DISTANCE: f32 = 24.0;
 pub const BLEND: f32 = 0.3;
 /// Joining a server that does not answer fails after this long.
 pub const JOIN_TIMEOUT_MS: f64 = 8_000.0;
+/// A content download that makes no progress for this long fails.
+pub const CONTENT_STALL_MS: f64 = 10_000.0;
+/// A content download fails if it is not done this long after the offer (the server gives
+/// up at the same time).
+pub const CONTENT_TIMEOUT_MS: f64 = 60_000.0;
 /// Remote entities are drawn this many ticks in the past, between two snapshots.
 pub const INTERP_DELAY_TICKS: f64 = SNAPSHOT_EVERY_TICKS as f64 * 2.0;
 
@@ -77,6 +85,9 @@ pub struct ClientStats {
     pub server_inputs_dropped: u32,
     pub server_ticks_coasted: u32,
     pub malformed: u64,
+    /// Content received at join (compressed bytes), and whether the cache answered.
+    pub content_bytes: u64,
+    pub content_from_cache: bool,
 }
 
 impl ClientStats {
@@ -108,11 +119,38 @@ impl View {
     }
 }
 
+/// A content download in progress.
+#[derive(Debug)]
+pub struct Download {
+    pub digest: ContentDigest,
+    pub raw_len: usize,
+    pub packed_len: usize,
+    buf: Vec<u8>,
+    offered_ms: f64,
+    last_ms: f64,
+}
+
+impl Download {
+    pub fn received(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 pub struct Client<T: Transport> {
     pub net: T,
     pub phase: Phase,
     pub name: String,
-    digest: u64,
+    /// Content this game has installed (offered at Hello), if any.
+    installed: Option<ClientContent>,
+    /// The content of the session once joined: the installed one, or the server's.
+    pub content: Option<ClientContent>,
+    /// The server's content, held and validated, waiting for Welcome.
+    incoming: Option<ClientContent>,
+    pub download: Option<Download>,
+    cache: Option<ContentCache>,
+    now_ms: f64,
+    /// When the server last moved the join forward (an offer, the end of a download).
+    heard_ms: Option<f64>,
     pub player_id: Option<u32>,
     started_ms: Option<f64>,
     /// Estimate of the newest server tick this client could know about.
@@ -138,12 +176,20 @@ pub struct Client<T: Transport> {
 pub const NO_ANSWER: &str = "no answer from the server within 8 seconds: check the address and port";
 
 impl<T: Transport> Client<T> {
-    pub fn new(net: T, name: &str, content_digest: u64) -> Self {
+    /// A client offering `installed` content (None: a client with no content of its own,
+    /// which plays whatever the server sends).
+    pub fn new(net: T, name: &str, installed: Option<ClientContent>) -> Self {
         Client {
             net,
             phase: Phase::Connecting,
             name: name.chars().take(MAX_NAME).collect(),
-            digest: content_digest,
+            installed,
+            content: None,
+            incoming: None,
+            download: None,
+            cache: None,
+            now_ms: 0.0,
+            heard_ms: None,
             player_id: None,
             started_ms: None,
             est: 0.0,
@@ -161,6 +207,29 @@ impl<T: Transport> Client<T> {
             inbox: Vec::new(),
             transport_connected: false,
         }
+    }
+
+    /// Keeps received content in (and looks for offered content in) this cache.
+    pub fn with_cache(mut self, cache: Option<ContentCache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// The definitions of the session's content (once joined).
+    pub fn defs(&self) -> Option<&Arc<crate::sim::ClientDefs>> {
+        self.content.as_ref().map(|c| &c.defs)
+    }
+
+    /// Content download progress (bytes received, bytes in all), while one runs.
+    pub fn download_progress(&self) -> Option<(usize, usize)> {
+        self.download.as_ref().map(|d| (d.received(), d.packed_len))
+    }
+
+    fn fail(&mut self, why: String) {
+        tracing::warn!("{why}");
+        self.phase = Phase::Failed(why);
+        self.download = None;
+        self.net.disconnect(0);
     }
 
     pub fn is_joined(&self) -> bool {
@@ -217,10 +286,32 @@ impl<T: Transport> Client<T> {
     /// One client tick (60 Hz): network in, then this tick's input out and predicted.
     pub fn update(&mut self, now_ms: f64, input: InputSample) {
         let started = *self.started_ms.get_or_insert(now_ms);
+        self.now_ms = now_ms;
         self.pump();
-        if self.phase == Phase::Connecting && now_ms - started > JOIN_TIMEOUT_MS {
-            self.phase = Phase::Failed(NO_ANSWER.into());
-            self.net.disconnect(0);
+        if self.phase == Phase::Connecting {
+            let offered = self.download.as_ref().map(|d| (d.offered_ms, d.last_ms));
+            match offered {
+                Some((_, last)) if now_ms - last > CONTENT_STALL_MS => self.fail(format!(
+                    "the server stopped sending its game content ({:.0} s without progress)",
+                    CONTENT_STALL_MS / 1000.0
+                )),
+                Some((offered, _)) if now_ms - offered > CONTENT_TIMEOUT_MS => self.fail(format!(
+                    "the server's game content did not arrive within {:.0} s",
+                    CONTENT_TIMEOUT_MS / 1000.0
+                )),
+                Some(_) => {}
+                // Waiting for an answer (to Hello, or to ContentReady).
+                None if now_ms - self.heard_ms.unwrap_or(started) > JOIN_TIMEOUT_MS => {
+                    let why = if self.heard_ms.is_some() {
+                        "the server stopped answering while we were joining".to_string()
+                    } else {
+                        NO_ANSWER.to_string()
+                    };
+                    self.phase = Phase::Failed(why);
+                    self.net.disconnect(0);
+                }
+                None => {}
+            }
         }
         if !self.is_joined() {
             return;
@@ -321,7 +412,7 @@ impl<T: Transport> Client<T> {
                     self.transport_connected = true;
                     let hello = ClientMsg::Hello {
                         version: PROTOCOL_VERSION,
-                        content_digest: self.digest,
+                        content: self.installed.as_ref().map_or(ContentDigest::default(), |c| c.digest),
                         name: self.name.clone(),
                     };
                     self.net.send(0, CH_CONTROL, &hello.encode());
@@ -348,7 +439,13 @@ impl<T: Transport> Client<T> {
 
     fn on_message(&mut self, m: ServerMsg) {
         match m {
+            ServerMsg::ContentOffer { digest, raw_len, packed_len } => self.on_offer(digest, raw_len, packed_len),
+            ServerMsg::ContentChunk { offset, data } => self.on_chunk(offset, &data),
             ServerMsg::Welcome { player_id, tick, .. } => {
+                self.content = match self.incoming.take().or_else(|| self.installed.clone()) {
+                    Some(c) => Some(c),
+                    None => return self.fail("the server let us in without sending its game content".into()),
+                };
                 self.player_id = Some(player_id);
                 self.phase = Phase::Joined;
                 self.est = tick as f64;
@@ -401,6 +498,80 @@ impl<T: Transport> Client<T> {
                 }
             }
             ServerMsg::Snapshot(s) => self.on_snapshot(s),
+        }
+    }
+
+    fn on_offer(&mut self, digest: ContentDigest, raw_len: u32, packed_len: u32) {
+        if self.phase != Phase::Connecting || self.player_id.is_some() || self.download.is_some() {
+            self.stats.malformed += 1;
+            return;
+        }
+        self.heard_ms = Some(self.now_ms);
+        let (raw, packed) = (raw_len as usize, packed_len as usize);
+        if raw > MAX_CONTENT_BYTES || packed > MAX_CONTENT_BYTES {
+            return self.fail(format!(
+                "the server's game content is too large ({:.1} MiB; this game accepts at most {} MiB)",
+                raw.max(packed) as f64 / (1u64 << 20) as f64,
+                MAX_CONTENT_BYTES >> 20
+            ));
+        }
+        if let Some(c) = self.cache.as_ref().and_then(|cache| cache.load(&digest)) {
+            tracing::info!(digest = %digest.short(), "using the server's content from the cache");
+            self.stats.content_from_cache = true;
+            self.incoming = Some(c);
+            self.net.send(0, CH_CONTROL, &ClientMsg::ContentReady { digest }.encode());
+            return;
+        }
+        tracing::info!(digest = %digest.short(), bytes = packed, "downloading the server's content");
+        self.download = Some(Download {
+            digest,
+            raw_len: raw,
+            packed_len: packed,
+            buf: Vec::with_capacity(packed.min(64 << 10)),
+            offered_ms: self.now_ms,
+            last_ms: self.now_ms,
+        });
+        self.net.send(0, CH_CONTROL, &ClientMsg::ContentWant.encode());
+    }
+
+    fn on_chunk(&mut self, offset: u32, data: &[u8]) {
+        let now = self.now_ms;
+        let Some(d) = self.download.as_mut() else {
+            self.stats.malformed += 1;
+            return;
+        };
+        if offset as usize != d.buf.len() || d.buf.len() + data.len() > d.packed_len {
+            return self.fail("the server sent its game content out of order or longer than it said".into());
+        }
+        d.buf.extend_from_slice(data);
+        d.last_ms = now;
+        self.stats.content_bytes += data.len() as u64;
+        if d.buf.len() < d.packed_len {
+            return;
+        }
+        let Some(d) = self.download.take() else { return };
+        let result = unpack(&d.buf, d.raw_len).and_then(|raw| {
+            let got = ContentDigest::of(&raw);
+            if got != d.digest {
+                return Err(crate::protocol::content::ContentError::DigestMismatch {
+                    expected: d.digest.short(),
+                    got: got.short(),
+                });
+            }
+            ClientContent::decode(&raw)
+        });
+        match result {
+            Ok(c) => {
+                if let Some(cache) = &self.cache {
+                    if let Err(e) = cache.store(&c) {
+                        tracing::warn!(dir = %cache.dir.display(), "could not cache the server's content: {e}");
+                    }
+                }
+                self.incoming = Some(c);
+                self.heard_ms = Some(self.now_ms);
+                self.net.send(0, CH_CONTROL, &ClientMsg::ContentReady { digest: d.digest }.encode());
+            }
+            Err(e) => self.fail(format!("the server sent game content this game refuses: {e}")),
         }
     }
 

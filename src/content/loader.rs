@@ -483,8 +483,18 @@ pub fn check_refs(
         if !defs.bosses.contains_key(&d.boss) {
             err(f, &d.id, "boss", format!("dungeon '{}': boss '{}' does not exist", d.id, d.boss));
         }
-        if d.max_players == 0 {
-            err(f, &d.id, "max_players", format!("dungeon '{}': max_players must be at least 1", d.id));
+        if !(1..=crate::sim::client_defs::MAX_DUNGEON_PLAYERS).contains(&d.max_players) {
+            err(
+                f,
+                &d.id,
+                "max_players",
+                format!("dungeon '{}': max_players must be 1..={}", d.id, crate::sim::client_defs::MAX_DUNGEON_PLAYERS),
+            );
+        }
+        if let Some(p) = d.portal {
+            if !inside(p, defs.hub.arena) {
+                err(f, &d.id, "portal", format!("dungeon '{}': portal {:?} is outside the hub's arena", d.id, p));
+            }
         }
         for (wi, wave) in d.waves.iter().enumerate() {
             for s in &wave.spawns {

@@ -253,11 +253,48 @@ fn aim_angle(c: &mut Ctx, target: &Value) -> mlua::Result<f32> {
     Ok(pick.map_or(90.0, |p| (p.pos - me).angle_deg()))
 }
 
+/// Replaces the `math` functions that would call the platform's C library with the
+/// portable ones (`libm`, a port of musl), so a script computes the same bits on every OS
+/// and CPU (see `sim::math`). `math.sqrt`, `floor`, `fmod`, `abs` are exact already. The
+/// `^` operator still calls the C `pow` for any exponent but 2 (Lua gives no hook for it):
+/// `docs/MODDING.md` tells modders to multiply instead.
+fn install_portable_math(lua: &Lua, g: &Table) -> mlua::Result<()> {
+    let math: Table = g.get("math")?;
+    type Unary = fn(f64) -> f64;
+    let unary: [(&str, Unary); 6] = [
+        ("sin", libm::sin),
+        ("cos", libm::cos),
+        ("tan", libm::tan),
+        ("asin", libm::asin),
+        ("acos", libm::acos),
+        ("exp", libm::exp),
+    ];
+    for (name, f) in unary {
+        math.set(name, lua.create_function(move |_, x: f64| Ok(f(x)))?)?;
+    }
+    // math.log(x [, base]): the base form divides two portable logs.
+    math.set(
+        "log",
+        lua.create_function(|_, (x, base): (f64, Option<f64>)| {
+            Ok(match base {
+                None => libm::log(x),
+                Some(2.0) => libm::log2(x),
+                Some(10.0) => libm::log10(x),
+                Some(b) => libm::log(x) / libm::log(b),
+            })
+        })?,
+    )?;
+    // math.atan(y [, x]) is atan2 in Lua 5.4.
+    math.set("atan", lua.create_function(|_, (y, x): (f64, Option<f64>)| Ok(libm::atan2(y, x.unwrap_or(1.0))))?)?;
+    Ok(())
+}
+
 fn install_api(lua: &Lua) -> mlua::Result<()> {
     let g = lua.globals();
     for name in ["dofile", "loadfile", "load", "collectgarbage", "require", "module"] {
         g.set(name, Value::Nil)?;
     }
+    install_portable_math(lua, &g)?;
     g.set(
         "__hf_over",
         lua.create_function(|lua, ()| Ok(lua.try_app_data_ref::<Ctx>().ok().flatten().is_some_and(|c| c.over)))?,

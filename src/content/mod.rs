@@ -8,6 +8,7 @@ pub mod diag;
 pub mod loader;
 pub mod lua;
 pub mod manifest;
+pub mod sample;
 pub mod toml_doc;
 pub mod validate;
 
@@ -30,6 +31,8 @@ pub struct ModSummary {
     pub version: String,
     pub dir: String,
     pub loaded: bool,
+    /// False when the player turned it off in the Mods menu (the base game cannot be).
+    pub enabled: bool,
 }
 
 /// Everything the game loaded: merged definitions, emitter sources, and the report.
@@ -50,33 +53,6 @@ impl Content {
         self.diagnostics.iter().filter(|d| d.is_error())
     }
 
-    /// A digest of what both ends of a connection must agree on: bullet kind order, enemy
-    /// and boss ids (snapshots index them), dungeons and their arenas. Checked at handshake.
-    pub fn digest(&self) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        let mut mix = |s: &str| {
-            for b in s.bytes().chain([0xff]) {
-                h ^= b as u64;
-                h = h.wrapping_mul(0x100_0000_01b3);
-            }
-        };
-        let d = &self.defs;
-        for b in &d.bullets {
-            mix(&format!("b:{}:{}", b.id, b.radius));
-        }
-        for id in d.enemies.keys() {
-            mix(&format!("e:{id}"));
-        }
-        for (id, b) in &d.bosses {
-            mix(&format!("B:{id}:{}", b.phases.len()));
-        }
-        for (id, g) in &d.dungeons {
-            mix(&format!("d:{id}:{}:{}", g.arena[0], g.arena[1]));
-        }
-        mix(&format!("h:{}:{}", d.hub.arena[0], d.hub.arena[1]));
-        h
-    }
-
     /// Whether the base game itself loaded (without it there is nothing to play).
     pub fn base_loaded(&self) -> bool {
         self.mods.iter().any(|m| m.id == "base" && m.loaded)
@@ -85,6 +61,14 @@ impl Content {
     /// Loads the default roots (see the module docs).
     pub fn load_default() -> Content {
         load(&default_roots())
+    }
+
+    /// The default roots plus `extra` folders (each a mod, or a folder of mods: the
+    /// dedicated server's `--mods`), leaving out the mods whose ids are in `disabled`.
+    pub fn load_configured(extra: &[PathBuf], disabled: &[String]) -> Content {
+        let mut roots = default_roots();
+        roots.extend(extra.iter().map(|p| root_for(p)));
+        load_filtered(&roots, false, disabled)
     }
 }
 
@@ -118,6 +102,15 @@ pub fn default_roots() -> Vec<ModRoot> {
     roots
 }
 
+/// A folder as a root: a mod if it holds `mod.toml`, else a folder of mods.
+pub fn root_for(p: &std::path::Path) -> ModRoot {
+    if p.join("mod.toml").is_file() {
+        ModRoot::Mod(p.to_path_buf())
+    } else {
+        ModRoot::Folder(p.to_path_buf())
+    }
+}
+
 /// Loads every mod under `roots`. Mods with errors are refused (and reported); the rest load.
 pub fn load(roots: &[ModRoot]) -> Content {
     load_with(roots, false)
@@ -126,8 +119,15 @@ pub fn load(roots: &[ModRoot]) -> Content {
 /// `lenient` (the validator's mode) keeps the valid parts of broken mods, so that their
 /// references are checked and their emitters dry-run too: every error is found in one go.
 pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
+    load_filtered(roots, lenient, &[])
+}
+
+/// [`load_with`], leaving out the mods whose ids are in `disabled` (never the base game).
+/// A mod that depends on a disabled one is refused with a message saying so.
+pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> Content {
     let mut diags = Vec::new();
     let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
+    let is_off = |id: &str| id != "base" && disabled.iter().any(|d| d == id);
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
     if lenient {
         parsed.iter_mut().for_each(|m| m.ok = true);
@@ -140,8 +140,10 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
             version: m.manifest.version.to_string(),
             dir: m.dir.clone(),
             loaded: false,
+            enabled: !is_off(&m.manifest.id),
         })
         .collect();
+    parsed.retain(|m| !is_off(&m.manifest.id));
     let mut mods: Vec<_> = loader::order(parsed, &mut diags).into_iter().filter(|m| m.ok).collect();
     // Check references against the merged set; refuse offenders and merge again until stable.
     let (defs, emitters) = loop {
@@ -186,6 +188,10 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
             shape: crate::sim::defs::Shape::Orb,
             damage: 10,
         });
+    }
+    // What clients will receive must pass the very validator they run on it.
+    if let Err(e) = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&defs)) {
+        diags.push(Diagnostic::error(None, None, format!("players' games would refuse this content: {e}")));
     }
     dedup(&mut diags);
     Content { defs: Arc::new(defs), emitters: Arc::new(emitters), mods: summaries, diagnostics: diags }

@@ -5,6 +5,7 @@
 //! Server-only simulation events (instance transfers, instance open/close, players
 //! removed) have no variant here and so cannot be encoded or sent, by construction.
 
+use super::content::{ContentDigest, CONTENT_CHUNK};
 use super::wire::{DecodeError, Reader, Writer};
 use crate::sim::bullets::{grid, BulletSpawn, Team};
 use crate::sim::player::BTN_MASK;
@@ -54,9 +55,16 @@ impl WireInput {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientMsg {
     /// Type 1, channel CONTROL, reliable. The first message a client sends; legal once.
-    /// `u8 type, u16 version, u64 content_digest, str name (1..=24 bytes)`.
-    /// `version` comes first so any future layout can still be told "wrong version".
-    Hello { version: u16, content_digest: u64, name: String },
+    /// `u8 type, u16 version, [u8; 32] content digest, str name (1..=24 bytes)`.
+    /// `version` comes first so any future layout can still be told "wrong version". The
+    /// digest is of the client-side content the client has installed (all zero: none).
+    Hello { version: u16, content: ContentDigest, name: String },
+    /// Type 3, CONTROL. Answer to `ContentOffer` when the client has no copy: "send it".
+    /// `u8 type`.
+    ContentWant,
+    /// Type 4, CONTROL. The client holds and has validated the offered content (from its
+    /// cache or from the chunks just received): let it in. `u8 type, [u8; 32] digest`.
+    ContentReady { digest: ContentDigest },
     /// Type 2, channel INPUT, unreliable sequenced. Legal after `Welcome`, every tick.
     /// `u8 type, u8 n (1..=3), u32 newest_tick, n x (i8 mx, i8 my, u16 aim, u8 buttons)`,
     /// newest first; frame k is for tick `newest_tick - k`. 21 bytes with 3 frames.
@@ -65,16 +73,23 @@ pub enum ClientMsg {
 
 pub const T_HELLO: u8 = 1;
 pub const T_INPUT: u8 = 2;
+pub const T_CONTENT_WANT: u8 = 3;
+pub const T_CONTENT_READY: u8 = 4;
 
 impl ClientMsg {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         match self {
-            ClientMsg::Hello { version, content_digest, name } => {
+            ClientMsg::Hello { version, content, name } => {
                 w.u8(T_HELLO);
                 w.u16(*version);
-                w.u64(*content_digest);
+                w.bytes(&content.0);
                 w.str(name);
+            }
+            ClientMsg::ContentWant => w.u8(T_CONTENT_WANT),
+            ClientMsg::ContentReady { digest } => {
+                w.u8(T_CONTENT_READY);
+                w.bytes(&digest.0);
             }
             ClientMsg::Input { newest_tick, frames } => {
                 w.u8(T_INPUT);
@@ -105,13 +120,15 @@ impl ClientMsg {
         let msg = match r.u8()? {
             T_HELLO => {
                 let version = r.u16()?;
-                let content_digest = r.u64()?;
+                let content = ContentDigest(r.array()?);
                 let name = r.str(MAX_NAME, "name")?;
                 if name.trim().is_empty() {
                     return Err(DecodeError::BadValue("name"));
                 }
-                ClientMsg::Hello { version, content_digest, name }
+                ClientMsg::Hello { version, content, name }
             }
+            T_CONTENT_WANT => ClientMsg::ContentWant,
+            T_CONTENT_READY => ClientMsg::ContentReady { digest: ContentDigest(r.array()?) },
             T_INPUT => {
                 let n = r.u8()? as usize;
                 if !(1..=INPUT_REDUNDANCY).contains(&n) {
@@ -143,11 +160,19 @@ impl ClientMsg {
 /// Why a server refused a client, shown to the player.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RejectReason {
-    VersionMismatch { server: u16, client: u16 },
-    ContentMismatch,
-    ServerFull { max: u16 },
+    VersionMismatch {
+        server: u16,
+        client: u16,
+    },
+    /// The client did not take the server's content in time (or answered out of turn).
+    ContentTimeout,
+    ServerFull {
+        max: u16,
+    },
     BadHello,
-    Kicked { reason: String },
+    Kicked {
+        reason: String,
+    },
     TooManyMalformed,
 }
 
@@ -157,7 +182,7 @@ impl std::fmt::Display for RejectReason {
             RejectReason::VersionMismatch { server, client } => {
                 write!(f, "version mismatch: the server speaks protocol {server}, this game speaks {client}")
             }
-            RejectReason::ContentMismatch => write!(f, "the server runs different game content (mods) from yours"),
+            RejectReason::ContentTimeout => write!(f, "the server's game content did not finish downloading in time"),
             RejectReason::ServerFull { max } => write!(f, "the server is full ({max} players)"),
             RejectReason::BadHello => write!(f, "the server did not understand our greeting"),
             RejectReason::Kicked { reason } => write!(f, "kicked: {reason}"),
@@ -254,9 +279,17 @@ pub enum ServerMsg {
     /// `u8 type, u16 version, var player_id, u32 tick, u8 tick_rate`.
     Welcome { version: u16, player_id: u32, tick: u32, tick_rate: u8 },
     /// Type 11, CONTROL, reliable, then the server disconnects.
-    /// `u8 type, u8 code, payload` (1 version: u16 server, u16 client; 2 content; 3 full:
+    /// `u8 type, u8 code, payload` (1 version: u16 server, u16 client; 2 content timeout; 3 full:
     /// u16 max; 4 bad hello; 5 kicked: str reason; 6 malformed).
     Reject(RejectReason),
+    /// Type 13, CONTROL. Answer to a Hello whose content digest differs from the server's:
+    /// the client-side content it must use, by digest and size. The client answers
+    /// `ContentReady` (cached) or `ContentWant`, or leaves (too large).
+    /// `u8 type, [u8; 32] digest, var raw_len, var packed_len`.
+    ContentOffer { digest: ContentDigest, raw_len: u32, packed_len: u32 },
+    /// Type 14, CONTROL, after `ContentWant`: the deflated content in order, at most
+    /// `CONTENT_CHUNK` bytes each. `u8 type, var offset, var n, n bytes`.
+    ContentChunk { offset: u32, data: Vec<u8> },
     /// Type 12, CONTROL, reliable, about once a second.
     /// `u8 type, var inputs_dropped, var ticks_coasted` (cumulative for this player).
     Stats { inputs_dropped: u32, ticks_coasted: u32 },
@@ -293,6 +326,8 @@ pub enum ServerMsg {
 pub const T_WELCOME: u8 = 10;
 pub const T_REJECT: u8 = 11;
 pub const T_STATS: u8 = 12;
+pub const T_CONTENT_OFFER: u8 = 13;
+pub const T_CONTENT_CHUNK: u8 = 14;
 pub const T_ENTER: u8 = 20;
 pub const T_ROSTER: u8 = 21;
 pub const T_EVENTS: u8 = 22;
@@ -462,7 +497,7 @@ impl ServerMsg {
                         w.u16(*server);
                         w.u16(*client);
                     }
-                    RejectReason::ContentMismatch => w.u8(2),
+                    RejectReason::ContentTimeout => w.u8(2),
                     RejectReason::ServerFull { max } => {
                         w.u8(3);
                         w.u16(*max);
@@ -474,6 +509,19 @@ impl ServerMsg {
                     }
                     RejectReason::TooManyMalformed => w.u8(6),
                 }
+            }
+            ServerMsg::ContentOffer { digest, raw_len, packed_len } => {
+                w.u8(T_CONTENT_OFFER);
+                w.bytes(&digest.0);
+                w.var(*raw_len as u64);
+                w.var(*packed_len as u64);
+            }
+            ServerMsg::ContentChunk { offset, data } => {
+                w.u8(T_CONTENT_CHUNK);
+                w.var(*offset as u64);
+                let d = &data[..data.len().min(CONTENT_CHUNK)];
+                w.var(d.len() as u64);
+                w.bytes(d);
             }
             ServerMsg::Stats { inputs_dropped, ticks_coasted } => {
                 w.u8(T_STATS);
@@ -596,13 +644,26 @@ impl ServerMsg {
             },
             T_REJECT => ServerMsg::Reject(match r.u8()? {
                 1 => RejectReason::VersionMismatch { server: r.u16()?, client: r.u16()? },
-                2 => RejectReason::ContentMismatch,
+                2 => RejectReason::ContentTimeout,
                 3 => RejectReason::ServerFull { max: r.u16()? },
                 4 => RejectReason::BadHello,
                 5 => RejectReason::Kicked { reason: r.str(255, "reason")? },
                 6 => RejectReason::TooManyMalformed,
                 _ => return Err(DecodeError::BadValue("reject code")),
             }),
+            T_CONTENT_OFFER => ServerMsg::ContentOffer {
+                digest: ContentDigest(r.array()?),
+                raw_len: r.var_u32("content size")?,
+                packed_len: r.var_u32("content size")?,
+            },
+            T_CONTENT_CHUNK => {
+                let offset = r.var_u32("content offset")?;
+                let n = r.count(CONTENT_CHUNK, 1, "content chunk")?;
+                if n == 0 {
+                    return Err(DecodeError::BadValue("content chunk"));
+                }
+                ServerMsg::ContentChunk { offset, data: r.bytes(n)?.to_vec() }
+            }
             T_STATS => ServerMsg::Stats { inputs_dropped: r.var_u32("stats")?, ticks_coasted: r.var_u32("stats")? },
             T_ENTER => ServerMsg::Enter {
                 instance: r.var_u32("instance")?,

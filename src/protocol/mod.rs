@@ -2,6 +2,7 @@
 //! hand-written encodings (`messages`), over a bounded reader/writer (`wire`).
 //! See `docs/PROTOCOL.md` for the full byte layouts and the reasoning behind them.
 
+pub mod content;
 pub mod messages;
 pub mod wire;
 
@@ -17,7 +18,13 @@ pub use wire::DecodeError;
 /// - 2: a bullet spawn may be a "repeat" (spawn flag 32) of the previous spawn in its batch,
 ///   sending only uid, position, angle and tick: 8 bytes for each bullet after the first of
 ///   a ring, fan or spiral volley.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// - 3: content at join. Hello carries a 32-byte SHA-256 content digest instead of a u64;
+///   a different digest is no longer refused: the server answers `ContentOffer` and, on
+///   `ContentWant`, streams its client-side content in `ContentChunk`s; the client answers
+///   `ContentReady` before it is let in. Reject code 2 now means "content timed out".
+///   Golden simulation hashes pinned: transcendental functions are the portable `libm`
+///   ones, so bullets turn with musl's `sincosf` bits on every platform.
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -45,6 +45,9 @@ impl Writer {
     pub fn u64(&mut self, v: u64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
     /// LEB128 unsigned varint (1 byte below 128).
     pub fn var(&mut self, mut v: u64) {
         loop {
@@ -97,6 +100,14 @@ impl<'a> Reader<'a> {
     }
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
+    }
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        self.take(n)
+    }
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
     }
     pub fn i8(&mut self) -> Result<i8, DecodeError> {
         Ok(self.take(1)?[0] as i8)

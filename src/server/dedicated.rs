@@ -21,6 +21,9 @@ pub struct DedicatedOptions {
     pub max_players: usize,
     pub exit_after: Option<f64>,
     pub events_every_ticks: u32,
+    /// Extra mod folders (`--mods`, repeatable), each a mod or a folder of mods, loaded on
+    /// top of the base content, `mods/` and the user's mods folder.
+    pub mods: Vec<std::path::PathBuf>,
 }
 
 /// The fixed-rate loop shared by the dedicated and the listen server.
@@ -52,12 +55,20 @@ pub fn run_loop<T: Transport>(server: &mut Server<T>, stop: &AtomicBool, exit_af
 }
 
 pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
-    let content = Content::load_default();
+    for m in &opts.mods {
+        if !m.is_dir() {
+            bail!("--mods {}: no such folder", m.display());
+        }
+    }
+    let content = Content::load_configured(&opts.mods, &[]);
     for d in &content.diagnostics {
         warn!("{d}");
     }
     if !content.base_loaded() {
         bail!("the base game content did not load (see the errors above); run `hailfire mods check`");
+    }
+    if let Err(e) = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&content.defs)) {
+        bail!("players' games would refuse this server's content: {e}; run `hailfire mods check`");
     }
     for m in content.mods.iter().filter(|m| m.loaded) {
         info!(id = %m.id, version = %m.version, dir = %m.dir, "mod loaded");
@@ -71,6 +82,11 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         ..Default::default()
     };
     let mut server = Server::new(&content, net, config);
+    info!(
+        digest = %server.content.digest.short(),
+        bytes = server.content.encoded.len(),
+        "client-side content: sent to players whose game differs"
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)).context("installing the signal handler")?;

@@ -12,12 +12,20 @@ use tracing::{info, warn};
 
 use crate::content::Content;
 use crate::net::{NetEvent, PeerId, Transport};
+use crate::protocol::content::{ClientContent, CONTENT_CHUNK};
 use crate::protocol::messages::MAX_NAME;
 use crate::protocol::*;
 use crate::sim::{InputDrop, InstanceId, PlayerId, SimEvent, World, TICK_RATE};
 
 /// A peer that has not said Hello within this many ticks is dropped.
 pub const HANDSHAKE_TIMEOUT_TICKS: u32 = 5 * TICK_RATE;
+/// A peer that has not taken the server's content (cached or streamed) within this many
+/// ticks of the offer is dropped.
+pub const CONTENT_TIMEOUT_TICKS: u32 = 60 * TICK_RATE;
+/// Content chunks sent to one joining peer per tick (`CONTENT_CHUNK` bytes each: about
+/// 480 KiB/s). Only the joining peer's reliable control channel carries them, so players
+/// already in the game keep getting every snapshot and event on time.
+pub const CONTENT_CHUNKS_PER_TICK: usize = 8;
 /// Malformed packets tolerated from one peer before it is disconnected.
 pub const MAX_MALFORMED: u32 = 64;
 
@@ -39,8 +47,18 @@ impl Default for ServerConfig {
 
 #[derive(Debug)]
 enum PeerState {
-    Handshake { since: u32 },
-    Playing { player: PlayerId },
+    Handshake {
+        since: u32,
+    },
+    /// Offered the server's content; `sent` is how much of it has been streamed (None:
+    /// the client has not asked for it).
+    Content {
+        since: u32,
+        sent: Option<usize>,
+    },
+    Playing {
+        player: PlayerId,
+    },
 }
 
 #[derive(Debug)]
@@ -59,6 +77,9 @@ pub struct ServerStats {
     pub malformed: u64,
     pub inputs_dropped: u64,
     pub rejected: u64,
+    /// Content transfers started, and compressed bytes sent in them.
+    pub content_transfers: u64,
+    pub content_bytes: u64,
 }
 
 pub struct Server<T: Transport> {
@@ -66,7 +87,9 @@ pub struct Server<T: Transport> {
     pub net: T,
     pub config: ServerConfig,
     pub stats: ServerStats,
-    digest: u64,
+    /// The client-side content every client plays with, and its deflated form.
+    pub content: ClientContent,
+    packed: Vec<u8>,
     enemy_index: BTreeMap<String, u16>,
     boss_index: BTreeMap<String, u16>,
     peers: BTreeMap<PeerId, Peer>,
@@ -78,6 +101,7 @@ pub struct Server<T: Transport> {
 
 impl<T: Transport> Server<T> {
     pub fn new(content: &Content, net: T, config: ServerConfig) -> Self {
+        let client = ClientContent::of(content);
         let world = World::new(content.defs.clone(), content.script_factory(), config.seed);
         let enemy_index = content.defs.enemies.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
         let boss_index = content.defs.bosses.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
@@ -86,7 +110,8 @@ impl<T: Transport> Server<T> {
             net,
             config,
             stats: ServerStats::default(),
-            digest: content.digest(),
+            packed: client.packed(),
+            content: client,
             enemy_index,
             boss_index,
             peers: BTreeMap::new(),
@@ -151,6 +176,22 @@ impl<T: Transport> Server<T> {
         let Some(p) = self.peers.get(&peer) else { return };
         match (&p.state, channel) {
             (PeerState::Handshake { .. }, CH_CONTROL) => self.on_hello(peer, data),
+            (PeerState::Content { sent, .. }, CH_CONTROL) => {
+                let streaming = sent.is_some();
+                match ClientMsg::decode(data) {
+                    Ok(ClientMsg::ContentWant) if !streaming => {
+                        self.stats.content_transfers += 1;
+                        info!(peer, bytes = self.packed.len(), "streaming content to a joining client");
+                        if let Some(Peer { state: PeerState::Content { sent, .. }, .. }) = self.peers.get_mut(&peer) {
+                            *sent = Some(0);
+                        }
+                    }
+                    Ok(ClientMsg::ContentReady { digest }) if digest == self.content.digest => self.admit(peer),
+                    Ok(ClientMsg::ContentReady { .. }) => self.reject(peer, RejectReason::BadHello),
+                    Ok(_) => self.malformed(peer, "unexpected message while joining"),
+                    Err(e) => self.malformed(peer, &e.to_string()),
+                }
+            }
             (PeerState::Playing { player }, CH_INPUT) => {
                 let player = *player;
                 match ClientMsg::decode(data) {
@@ -182,22 +223,44 @@ impl<T: Transport> Server<T> {
             Some(v) => return self.reject(peer, RejectReason::VersionMismatch { server: PROTOCOL_VERSION, client: v }),
             None => return self.reject(peer, RejectReason::BadHello),
         }
-        let Ok(ClientMsg::Hello { content_digest, name, .. }) = ClientMsg::decode(data) else {
+        let Ok(ClientMsg::Hello { content, name, .. }) = ClientMsg::decode(data) else {
             return self.reject(peer, RejectReason::BadHello);
         };
-        if content_digest != self.digest {
-            return self.reject(peer, RejectReason::ContentMismatch);
-        }
         if self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
+        let name: String = name.chars().take(MAX_NAME).collect();
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.name = name;
+        }
+        if content == self.content.digest {
+            return self.admit(peer);
+        }
+        // Different (or no) content: offer ours. The client answers from its cache or asks
+        // for the stream; it is let in once it says it holds and has validated it.
+        let since = self.world.tick;
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.state = PeerState::Content { since, sent: None };
+        }
+        let offer = ServerMsg::ContentOffer {
+            digest: self.content.digest,
+            raw_len: self.content.encoded.len() as u32,
+            packed_len: self.packed.len() as u32,
+        };
+        self.send(peer, CH_CONTROL, &offer);
+    }
+
+    /// Puts a peer that holds the server's content into the world.
+    fn admit(&mut self, peer: PeerId) {
+        if self.world.player_count() >= self.config.max_players {
+            return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
+        }
+        let Some(name) = self.peers.get(&peer).map(|p| p.name.clone()) else { return };
         let player = self.next_player;
         self.next_player += 1;
-        let name: String = name.chars().take(MAX_NAME).collect();
         self.world.add_player(player, &name);
         if let Some(p) = self.peers.get_mut(&peer) {
             p.state = PeerState::Playing { player };
-            p.name = name.clone();
         }
         info!(peer, player, name = %name, players = self.world.player_count(), "player joined");
         let tick = self.world.tick;
@@ -233,18 +296,50 @@ impl<T: Transport> Server<T> {
         }
         self.events_in = events;
         let now = self.world.tick;
-        let stale: Vec<PeerId> = self
+        let stale: Vec<(PeerId, RejectReason)> = self
             .peers
             .iter()
-            .filter(|(_, p)| matches!(p.state, PeerState::Handshake { since } if now.saturating_sub(since) > HANDSHAKE_TIMEOUT_TICKS))
-            .map(|(id, _)| *id)
+            .filter_map(|(id, p)| match p.state {
+                PeerState::Handshake { since } if now.saturating_sub(since) > HANDSHAKE_TIMEOUT_TICKS => {
+                    Some((*id, RejectReason::BadHello))
+                }
+                PeerState::Content { since, .. } if now.saturating_sub(since) > CONTENT_TIMEOUT_TICKS => {
+                    Some((*id, RejectReason::ContentTimeout))
+                }
+                _ => None,
+            })
             .collect();
-        for peer in stale {
-            self.reject(peer, RejectReason::BadHello);
+        for (peer, why) in stale {
+            self.reject(peer, why);
         }
+        self.stream_content();
         let sim_events = self.world.step().to_vec();
         self.log_events(&sim_events);
         self.replicate(&sim_events);
+    }
+
+    /// Sends the next chunks of content to every peer that asked for it.
+    fn stream_content(&mut self) {
+        let total = self.packed.len();
+        let mut out: Vec<(PeerId, usize, usize)> = Vec::new();
+        for (id, p) in self.peers.iter_mut() {
+            if let PeerState::Content { sent: Some(sent), .. } = &mut p.state {
+                let from = *sent;
+                let to = (from + CONTENT_CHUNK * CONTENT_CHUNKS_PER_TICK).min(total);
+                *sent = to;
+                if to > from {
+                    out.push((*id, from, to));
+                }
+            }
+        }
+        for (peer, from, to) in out {
+            for at in (from..to).step_by(CONTENT_CHUNK) {
+                let end = (at + CONTENT_CHUNK).min(to);
+                let msg = ServerMsg::ContentChunk { offset: at as u32, data: self.packed[at..end].to_vec() };
+                self.send(peer, CH_CONTROL, &msg);
+                self.stats.content_bytes += (end - at) as u64;
+            }
+        }
     }
 
     fn log_events(&self, events: &[SimEvent]) {

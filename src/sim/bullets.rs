@@ -172,7 +172,7 @@ impl BulletPool {
 
     /// Appends a bullet. Returns its slot.
     pub fn spawn(&mut self, s: &BulletSpawn, damage: i32) -> usize {
-        let (ts, tc) = s.turn.to_radians().sin_cos();
+        let (ts, tc) = super::math::portable::sin_cos(s.turn.to_radians());
         // Keep the pool sorted by uid; the normal case (increasing uids) is a push.
         let at = match self.uid.last() {
             Some(&last) if s.uid <= last => self.uid.partition_point(|&u| u < s.uid),

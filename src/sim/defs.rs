@@ -3,6 +3,10 @@
 //! `deny_unknown_fields` makes a typo an error); the simulation only reads them.
 //!
 //! There is deliberately no field that can express contact damage: bodies never hurt.
+//!
+//! These are the server's definitions. What a client may see of them is the separate
+//! [`ClientDefs`](super::client_defs::ClientDefs), made from these by `from_defs`; only
+//! that type has a wire encoding.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -187,7 +191,7 @@ fn default_max_players() -> u32 {
     4
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HubDef {
     pub arena: [f32; 2],

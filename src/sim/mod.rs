@@ -9,6 +9,7 @@
 //! grow clockwise on screen. Time: ticks of 1/60 s. Speeds: pixels per tick.
 
 pub mod bullets;
+pub mod client_defs;
 pub mod config;
 pub mod defs;
 pub mod events;
@@ -22,6 +23,7 @@ pub mod script;
 pub mod world;
 
 pub use bullets::{BulletPool, BulletSpawn, Team};
+pub use client_defs::ClientDefs;
 pub use config::*;
 pub use defs::Defs;
 pub use events::SimEvent;

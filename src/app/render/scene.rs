@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN_GRACE};
 use crate::sim::defs::Shape;
-use crate::sim::{BulletPool, Defs, Team, Vec2};
+use crate::sim::{BulletPool, ClientDefs, Team, Vec2};
 
 /// One instance of the sprite shader (48 bytes).
 #[repr(C)]
@@ -63,10 +63,10 @@ impl Camera {
 }
 
 /// "#rrggbb" to linear RGBA.
-pub fn hex_color(s: &str) -> [f32; 4] {
-    let v = u32::from_str_radix(s.trim_start_matches('#'), 16).unwrap_or(0xffffff);
-    let c = |x: u32| ((x & 0xff) as f32 / 255.0).powf(2.2);
-    [c(v >> 16), c(v >> 8), c(v), 1.0]
+/// An sRGB byte colour as linear RGBA.
+pub fn rgb_color(c: [u8; 3]) -> [f32; 4] {
+    let l = |x: u8| (x as f32 / 255.0).powf(2.2);
+    [l(c[0]), l(c[1]), l(c[2]), 1.0]
 }
 
 /// Per-kind drawing data, looked up by index while building a frame.
@@ -78,7 +78,7 @@ pub struct Palette {
 }
 
 impl Palette {
-    pub fn new(defs: &Defs) -> Self {
+    pub fn new(defs: &ClientDefs) -> Self {
         let shape = |s: Shape| match s {
             Shape::Orb => SH_ORB,
             Shape::Rice => SH_RICE,
@@ -87,9 +87,9 @@ impl Palette {
             Shape::Ring => SH_RING,
         };
         Palette {
-            kinds: defs.bullets.iter().map(|b| (hex_color(&b.color), shape(b.shape))).collect(),
-            enemies: defs.enemies.values().map(|e| hex_color(&e.color)).collect(),
-            bosses: defs.bosses.values().map(|b| hex_color(&b.color)).collect(),
+            kinds: defs.bullets.iter().map(|b| (rgb_color(b.color), shape(b.shape))).collect(),
+            enemies: defs.enemies.iter().map(|e| rgb_color(e.color)).collect(),
+            bosses: defs.bosses.iter().map(|b| rgb_color(b.color)).collect(),
         }
     }
 }

@@ -32,9 +32,13 @@ pub struct MenuState {
 #[derive(Clone, Debug, PartialEq)]
 pub enum MenuAction {
     Host,
-    Join { addr: String },
+    Join {
+        addr: String,
+    },
     Quit,
     SettingsChanged,
+    /// A mod was turned on or off for hosting (settings already changed).
+    ModsChanged,
 }
 
 fn big(text: &str) -> egui::Button<'static> {
@@ -156,7 +160,9 @@ pub fn main_menu(
                     }
                 }
                 Page::Mods => {
-                    mods_page(ui, content);
+                    if mods_page(ui, content, settings) {
+                        action = Some(MenuAction::ModsChanged);
+                    }
                     let b = ui.add(big("Back"));
                     st.focus_first(&b);
                     if b.clicked() {
@@ -224,28 +230,51 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
     changed
 }
 
-fn mods_page(ui: &mut egui::Ui, content: &Content) {
+/// The installed mods, each with a switch for hosting. Returns whether one was switched.
+fn mods_page(ui: &mut egui::Ui, content: &Content, settings: &mut Settings) -> bool {
+    let mut changed = false;
     ui.label(RichText::new("Mods").size(26.0));
     ui.label(
         RichText::new("Drop mods into the user mods folder; check them with `hailfire mods check`.")
             .color(Color32::from_gray(160)),
+    );
+    ui.label(
+        RichText::new(
+            "Ticked mods are used when you host. Joining a server plays that server's mods: you need not install them.",
+        )
+        .color(Color32::from_gray(160)),
     );
     if let Some(d) = crate::content::user_mods_dir() {
         ui.label(RichText::new(d.display().to_string()).monospace().color(Color32::from_gray(160)));
     }
     egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
         for m in &content.mods {
-            let (mark, col) = if m.loaded {
+            let (mark, col) = if !m.enabled {
+                ("off", Color32::from_gray(150))
+            } else if m.loaded {
                 ("loaded", Color32::from_rgb(120, 220, 140))
             } else {
                 ("refused", Color32::from_rgb(255, 120, 110))
             };
-            ui.label(RichText::new(format!("{}  {}  ({})  — {mark}", m.name, m.version, m.id)).size(17.0).color(col));
+            let label = RichText::new(format!("{}  {}  ({})  — {mark}", m.name, m.version, m.id)).size(17.0).color(col);
+            if m.id == "base" {
+                ui.label(label);
+            } else {
+                let mut on = m.enabled;
+                if ui.checkbox(&mut on, label).changed() {
+                    settings.disabled_mods.retain(|d| *d != m.id);
+                    if !on {
+                        settings.disabled_mods.push(m.id.clone());
+                    }
+                    changed = true;
+                }
+            }
             for d in content.diagnostics.iter().filter(|d| d.mod_id.as_deref() == Some(m.id.as_str())) {
                 ui.label(RichText::new(d.to_string()).monospace().size(12.0).color(Color32::from_rgb(255, 200, 160)));
             }
         }
     });
+    changed
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

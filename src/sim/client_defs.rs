@@ -1,0 +1,273 @@
+//! The client-side part of the content: what a client needs to replicate, draw and name
+//! things, and nothing else. Bullet kinds (looks; the replica takes every number it
+//! simulates from the spawn events), enemy and boss looks and names, dungeon names and
+//! arenas, the hub layout. HP, behaviours, emitters, waves and damage are server-only and
+//! have no field here, so they cannot cross the wire (`protocol::content` encodes this type
+//! and only this type).
+//!
+//! Enemies, bosses and dungeons are kept sorted by id: snapshots refer to enemies and
+//! bosses by their index in that order.
+
+use super::defs::{Defs, HubDef, Shape};
+
+/// Limits on what client-side content may hold. The mod loader runs [`validate`] on the
+/// merged content too, so a server cannot load what its clients would refuse.
+pub const MAX_BULLET_KINDS: usize = 4096;
+pub const MAX_ENEMIES: usize = 4096;
+pub const MAX_BOSSES: usize = 1024;
+pub const MAX_PHASES: usize = 32;
+pub const MAX_DUNGEONS: usize = 1024;
+pub const MAX_ID: usize = 64;
+pub const MAX_NAME: usize = 64;
+/// Arena sides, px (as the mod loader requires).
+pub const ARENA_MIN: f32 = 64.0;
+pub const ARENA_MAX: f32 = 8192.0;
+/// Bullet radius, px (as the mod loader requires).
+pub const BULLET_RADIUS_MAX: f32 = 64.0;
+/// Enemy and boss radius, px.
+pub const BODY_RADIUS_MAX: f32 = 512.0;
+pub const MAX_DUNGEON_PLAYERS: u32 = 64;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BulletLook {
+    pub id: String,
+    pub radius: f32,
+    pub color: [u8; 3],
+    pub shape: Shape,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnemyLook {
+    pub id: String,
+    pub name: String,
+    pub radius: f32,
+    pub color: [u8; 3],
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BossLook {
+    pub id: String,
+    pub name: String,
+    pub radius: f32,
+    pub color: [u8; 3],
+    /// Phase names, in order (the HUD shows the current one).
+    pub phases: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DungeonInfo {
+    pub id: String,
+    pub name: String,
+    pub arena: [f32; 2],
+    pub spawn: [f32; 2],
+    pub max_players: u32,
+    /// Index into [`ClientDefs::bosses`].
+    pub boss: u16,
+    /// Portal position in the hub (laid out already when the mod gave none).
+    pub portal: [f32; 2],
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ClientDefs {
+    pub bullets: Vec<BulletLook>,
+    pub enemies: Vec<EnemyLook>,
+    pub bosses: Vec<BossLook>,
+    pub dungeons: Vec<DungeonInfo>,
+    pub hub: HubDef,
+}
+
+/// `#rrggbb` as bytes; anything else is white (the mod loader refuses bad colours first).
+pub fn parse_color(s: &str) -> [u8; 3] {
+    let h = s.strip_prefix('#').unwrap_or(s);
+    match (h.len(), u32::from_str_radix(h, 16)) {
+        (6, Ok(v)) => [(v >> 16) as u8, (v >> 8) as u8, v as u8],
+        _ => [255, 255, 255],
+    }
+}
+
+impl ClientDefs {
+    /// The client-side part of merged definitions.
+    pub fn from_defs(d: &Defs) -> ClientDefs {
+        let boss_ids: Vec<&String> = d.bosses.keys().collect();
+        let portals = d.portals();
+        ClientDefs {
+            bullets: d
+                .bullets
+                .iter()
+                .map(|b| BulletLook {
+                    id: b.id.clone(),
+                    radius: b.radius,
+                    color: parse_color(&b.color),
+                    shape: b.shape,
+                })
+                .collect(),
+            enemies: d
+                .enemies
+                .iter()
+                .map(|(id, e)| EnemyLook {
+                    id: id.clone(),
+                    name: e.name.clone(),
+                    radius: e.radius,
+                    color: parse_color(&e.color),
+                })
+                .collect(),
+            bosses: d
+                .bosses
+                .iter()
+                .map(|(id, b)| BossLook {
+                    id: id.clone(),
+                    name: b.name.clone(),
+                    radius: b.radius,
+                    color: parse_color(&b.color),
+                    phases: b.phases.iter().map(|p| p.name.clone()).collect(),
+                })
+                .collect(),
+            dungeons: d
+                .dungeons
+                .iter()
+                .zip(portals)
+                .map(|((id, g), (_, portal))| DungeonInfo {
+                    id: id.clone(),
+                    name: g.name.clone(),
+                    arena: g.arena,
+                    spawn: g.spawn,
+                    max_players: g.max_players,
+                    boss: boss_ids.iter().position(|b| **b == g.boss).unwrap_or(0) as u16,
+                    portal,
+                })
+                .collect(),
+            hub: d.hub.clone(),
+        }
+    }
+
+    pub fn dungeon(&self, id: &str) -> Option<&DungeonInfo> {
+        self.dungeons.iter().find(|d| d.id == id)
+    }
+
+    /// Hub portal positions, one per dungeon, in dungeon id order.
+    pub fn portals(&self) -> Vec<(String, [f32; 2])> {
+        self.dungeons.iter().map(|d| (d.id.clone(), d.portal)).collect()
+    }
+
+    /// The name to show for a dungeon id ("" is the hub).
+    pub fn place_name(&self, dungeon: &str) -> String {
+        if dungeon.is_empty() {
+            return "The Hub".into();
+        }
+        self.dungeon(dungeon).map_or_else(|| dungeon.to_string(), |d| d.name.clone())
+    }
+}
+
+fn id_ok(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_ID && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+fn in_range(v: f32, lo: f32, hi: f32) -> bool {
+    v.is_finite() && v >= lo && v <= hi
+}
+
+fn positive_upto(v: f32, hi: f32) -> bool {
+    v.is_finite() && v > 0.0 && v <= hi
+}
+
+/// Checks every value and reference of client-side content: the rules a mod on disk is
+/// held to by the loader, and the ones the renderer and the wire rely on.
+pub fn validate(d: &ClientDefs) -> Result<(), String> {
+    let counts = [
+        ("bullet kinds", d.bullets.len(), MAX_BULLET_KINDS),
+        ("enemies", d.enemies.len(), MAX_ENEMIES),
+        ("bosses", d.bosses.len(), MAX_BOSSES),
+        ("dungeons", d.dungeons.len(), MAX_DUNGEONS),
+    ];
+    for (what, n, max) in counts {
+        if n > max {
+            return Err(format!("{n} {what}; at most {max} are allowed"));
+        }
+    }
+    let names = d
+        .enemies
+        .iter()
+        .map(|e| &e.name)
+        .chain(d.bosses.iter().flat_map(|b| std::iter::once(&b.name).chain(&b.phases)))
+        .chain(d.dungeons.iter().map(|g| &g.name));
+    for n in names {
+        if n.len() > MAX_NAME || n.chars().any(char::is_control) {
+            return Err(format!("name '{n}' must be at most {MAX_NAME} bytes with no control characters"));
+        }
+    }
+    let mut ids: Vec<&str> = Vec::new();
+    for b in &d.bullets {
+        if !id_ok(&b.id) {
+            return Err(format!("bullet kind id '{}' must be 1..={MAX_ID} of a-z, 0-9, _", b.id));
+        }
+        if ids.contains(&b.id.as_str()) {
+            return Err(format!("bullet kind '{}' is defined twice", b.id));
+        }
+        ids.push(&b.id);
+        if !positive_upto(b.radius, BULLET_RADIUS_MAX) {
+            return Err(format!("bullet kind '{}': radius {} is outside (0, {BULLET_RADIUS_MAX}]", b.id, b.radius));
+        }
+    }
+    let sorted = |what: &str, list: Vec<&str>| -> Result<(), String> {
+        for (i, id) in list.iter().enumerate() {
+            if !id_ok(id) {
+                return Err(format!("{what} id '{id}' must be 1..={MAX_ID} of a-z, 0-9, _"));
+            }
+            if i > 0 && list[i - 1] >= *id {
+                return Err(format!("{what} '{id}' is out of order or defined twice"));
+            }
+        }
+        Ok(())
+    };
+    sorted("enemy", d.enemies.iter().map(|e| e.id.as_str()).collect())?;
+    sorted("boss", d.bosses.iter().map(|e| e.id.as_str()).collect())?;
+    sorted("dungeon", d.dungeons.iter().map(|e| e.id.as_str()).collect())?;
+    for e in &d.enemies {
+        if !positive_upto(e.radius, BODY_RADIUS_MAX) {
+            return Err(format!("enemy '{}': radius {} is outside (0, {BODY_RADIUS_MAX}]", e.id, e.radius));
+        }
+    }
+    for b in &d.bosses {
+        if !positive_upto(b.radius, BODY_RADIUS_MAX) {
+            return Err(format!("boss '{}': radius {} is outside (0, {BODY_RADIUS_MAX}]", b.id, b.radius));
+        }
+        if b.phases.is_empty() {
+            return Err(format!("boss '{}' has no phases", b.id));
+        }
+    }
+    let arena_ok = |a: [f32; 2]| in_range(a[0], ARENA_MIN, ARENA_MAX) && in_range(a[1], ARENA_MIN, ARENA_MAX);
+    let inside = |p: [f32; 2], a: [f32; 2]| in_range(p[0], 0.0, a[0]) && in_range(p[1], 0.0, a[1]);
+    if !arena_ok(d.hub.arena) {
+        return Err(format!("hub: arena {:?} must be {ARENA_MIN}..={ARENA_MAX} px on each side", d.hub.arena));
+    }
+    if !inside(d.hub.spawn, d.hub.arena) {
+        return Err(format!("hub: spawn {:?} is outside the arena", d.hub.spawn));
+    }
+    if !in_range(d.hub.portal_radius, 4.0, 256.0) {
+        return Err(format!("hub: portal_radius {} is outside 4..=256", d.hub.portal_radius));
+    }
+    for g in &d.dungeons {
+        if !arena_ok(g.arena) {
+            return Err(format!(
+                "dungeon '{}': arena {:?} must be {ARENA_MIN}..={ARENA_MAX} px on each side",
+                g.id, g.arena
+            ));
+        }
+        if !inside(g.spawn, g.arena) {
+            return Err(format!("dungeon '{}': spawn {:?} is outside its arena", g.id, g.spawn));
+        }
+        if !inside(g.portal, d.hub.arena) {
+            return Err(format!("dungeon '{}': portal {:?} is outside the hub", g.id, g.portal));
+        }
+        if !(1..=MAX_DUNGEON_PLAYERS).contains(&g.max_players) {
+            return Err(format!(
+                "dungeon '{}': max_players {} is outside 1..={MAX_DUNGEON_PLAYERS}",
+                g.id, g.max_players
+            ));
+        }
+        if g.boss as usize >= d.bosses.len() {
+            return Err(format!("dungeon '{}' names boss #{} which does not exist", g.id, g.boss));
+        }
+    }
+    Ok(())
+}
