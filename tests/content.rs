@@ -427,7 +427,8 @@ fn content_players_would_refuse_does_not_load_on_the_server() {
 fn lua_math_gives_the_portable_bits_not_the_platforms() {
     // Arguments where musl's algorithms (the `libm` crate) and glibc disagree in the last
     // bit: a script must get musl's answer on every platform, like the simulation does.
-    let cases: [(&str, f64, fn(f64) -> f64); 6] = [
+    type Portable = fn(f64) -> f64;
+    let cases: [(&str, f64, Portable); 6] = [
         ("sin", 0.08771999999999999, libm::sin),
         ("cos", 0.148393, libm::cos),
         ("tan", 0.05848, libm::tan),
