@@ -16,7 +16,13 @@ use hailfire::app::settings::{Action, Settings};
 fn settings_round_trip() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("settings.toml");
-    let mut s = Settings { name: "Ann".into(), music_volume: 0.25, fullscreen: true, ..Default::default() };
+    let mut s = Settings {
+        name: "Ann".into(),
+        music_volume: 0.25,
+        fullscreen: true,
+        disabled_mods: vec!["example_spiral".into()],
+        ..Default::default()
+    };
     s.remember_server("example.org:24680");
     s.rebind(Action::Fire, "KeyJ");
     s.save_to(&p).unwrap();
