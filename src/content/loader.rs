@@ -46,6 +46,66 @@ impl ParsedMod {
     }
 }
 
+/// Largest file a mod may hold, bytes.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Largest total of a mod's files, bytes.
+pub const MAX_MOD_BYTES: u64 = 16 << 20;
+/// Most emitter scripts one mod may have.
+pub const MAX_EMITTER_FILES: usize = 512;
+
+/// Reads a mod's files safely: only regular files inside the mod folder (a symbolic link,
+/// a FIFO or a device is refused, never opened), at most [`MAX_FILE_BYTES`] each and
+/// [`MAX_MOD_BYTES`] in all, as UTF-8 text.
+struct ModFiles {
+    total: u64,
+}
+
+impl ModFiles {
+    /// `Ok(None)` when the file does not exist; `Err` says what is wrong with it.
+    fn read(&mut self, path: &Path) -> Result<Option<String>, String> {
+        match self.read_raw(path)? {
+            None => Ok(None),
+            Some(bytes) => Self::text(bytes).map(Some),
+        }
+    }
+
+    fn text(bytes: Vec<u8>) -> Result<String, String> {
+        String::from_utf8(bytes).map_err(|e| {
+            format!("is not UTF-8 text (bad byte at offset {}); save it as UTF-8", e.utf8_error().valid_up_to())
+        })
+    }
+
+    fn read_raw(&mut self, path: &Path) -> Result<Option<Vec<u8>>, String> {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read: {e}")),
+        };
+        if meta.file_type().is_symlink() {
+            return Err("is a symbolic link; a mod may hold only regular files".into());
+        }
+        if !meta.is_file() {
+            return Err("is not a regular file".into());
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(format!("is {} bytes; a mod file may be at most {MAX_FILE_BYTES}", meta.len()));
+        }
+        self.total += meta.len();
+        if self.total > MAX_MOD_BYTES {
+            return Err(format!("the mod's files add up to more than {MAX_MOD_BYTES} bytes"));
+        }
+        use std::io::Read;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("cannot read: {e}"))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!("is more than {MAX_FILE_BYTES} bytes"));
+        }
+        Ok(Some(bytes))
+    }
+}
+
 /// Shows a path relative to the working directory when it is under it.
 pub fn display_path(p: &Path) -> String {
     let cwd = std::env::current_dir().ok();
@@ -79,7 +139,9 @@ pub fn discover(roots: &[ModRoot]) -> Vec<PathBuf> {
     out
 }
 
+#[allow(clippy::too_many_arguments, reason = "the loader's state, passed down")]
 fn read_defs<T: DeserializeOwned>(
+    files: &mut ModFiles,
     dir: &Path,
     shown: &str,
     name: &str,
@@ -88,9 +150,15 @@ fn read_defs<T: DeserializeOwned>(
     diags: &mut Vec<Diagnostic>,
     set_id: impl Fn(&mut T, String),
 ) -> Vec<T> {
-    let path = dir.join(name);
-    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
     let file = format!("{shown}/{name}");
+    let text = match files.read(&dir.join(name)) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Vec::new(),
+        Err(e) => {
+            diags.push(Diagnostic::error(Some(mod_id), Some(&file), e));
+            return Vec::new();
+        }
+    };
     let Some(doc) = TomlDoc::parse(&file, text, mod_id, diags) else { return Vec::new() };
     let mut out = Vec::new();
     for key in &doc.keys {
@@ -103,10 +171,11 @@ fn read_defs<T: DeserializeOwned>(
                 )
                 .at(doc.loc(key, "")),
             );
-            continue;
         }
-        if let Some(mut v) = doc.entry::<T>(key, mod_id, diags) {
-            set_id(&mut v, key.clone());
+    }
+    for (key, mut v) in doc.entries::<T>(mod_id, diags) {
+        if Manifest::id_is_valid(&key) {
+            set_id(&mut v, key);
             out.push(v);
         }
     }
@@ -149,10 +218,15 @@ fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
 pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
     let shown = display_path(dir);
     let mpath = format!("{shown}/mod.toml");
-    let text = match std::fs::read_to_string(dir.join("mod.toml")) {
-        Ok(t) => t,
+    let mut files = ModFiles { total: 0 };
+    let text = match files.read(&dir.join("mod.toml")) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            diags.push(Diagnostic::error(None, Some(&mpath), "cannot read the manifest: no such file"));
+            return None;
+        }
         Err(e) => {
-            diags.push(Diagnostic::error(None, Some(&mpath), format!("cannot read the manifest: {e}")));
+            diags.push(Diagnostic::error(None, Some(&mpath), format!("the manifest {e}")));
             return None;
         }
     };
@@ -170,12 +244,12 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         diags.push(Diagnostic::error(Some(&id), Some(&mpath), "mod id must use lowercase letters, digits and _"));
     }
     let mut docs = HashMap::new();
-    let bullets = read_defs(dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
-    let enemies = read_defs(dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
-    let bosses = read_defs(dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
-    let dungeons = read_defs(dir, &shown, "dungeons.toml", &id, &mut docs, diags, |d: &mut DungeonDef, k| d.id = k);
-    let hub = match std::fs::read_to_string(dir.join("hub.toml")) {
-        Ok(t) => match toml::from_str::<HubDef>(&t) {
+    let bullets = read_defs(&mut files, dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
+    let enemies = read_defs(&mut files, dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
+    let bosses = read_defs(&mut files, dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
+    let dungeons = read_defs(&mut files, dir, &shown, "dungeons.toml", &id, &mut docs, diags, |d: &mut DungeonDef, k| d.id = k);
+    let hub = match files.read(&dir.join("hub.toml")) {
+        Ok(Some(t)) => match toml::from_str::<HubDef>(&t) {
             Ok(h) => Some(h),
             Err(e) => {
                 let pos = e.span().map(|s| line_col(&t, s.start));
@@ -186,7 +260,11 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
                 None
             }
         },
-        Err(_) => None,
+        Ok(None) => None,
+        Err(e) => {
+            diags.push(Diagnostic::error(Some(&id), Some(&format!("{shown}/hub.toml")), e));
+            None
+        }
     };
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -204,10 +282,18 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
     let mut emitters = Vec::new();
     let edir = dir.join("emitters");
     if let Ok(rd) = std::fs::read_dir(&edir) {
-        let mut files: Vec<PathBuf> =
+        let mut scripts: Vec<PathBuf> =
             rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lua")).collect();
-        files.sort();
-        for f in files {
+        scripts.sort();
+        if scripts.len() > MAX_EMITTER_FILES {
+            diags.push(Diagnostic::error(
+                Some(&id),
+                Some(&display_path(&edir)),
+                format!("{} emitter files; a mod may have at most {MAX_EMITTER_FILES}", scripts.len()),
+            ));
+            scripts.truncate(MAX_EMITTER_FILES);
+        }
+        for f in scripts {
             let stem = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
             let path = display_path(&f);
             if !Manifest::id_is_valid(&stem) {
@@ -218,26 +304,26 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
                 ));
                 continue;
             }
-            match std::fs::read(&f) {
-                Ok(bytes) if bytes.first() == Some(&0x1b) => {
+            match files.read_raw(&f).and_then(|b| match b {
+                Some(b) if b.first() == Some(&0x1b) => Ok(Some(Err(()))),
+                Some(b) => ModFiles::text(b).map(|t| Some(Ok(t))),
+                None => Ok(None),
+            }) {
+                Ok(Some(Err(()))) => {
                     diags.push(Diagnostic::error(
                         Some(&id),
                         Some(&path),
                         "precompiled Lua bytecode is not allowed; ship the source",
                     ));
                 }
-                Ok(bytes) => {
-                    let src = EmitterSource {
-                        id: stem,
-                        mod_id: id.clone(),
-                        path,
-                        source: String::from_utf8_lossy(&bytes).into_owned(),
-                    };
+                Ok(Some(Ok(text))) => {
+                    let src = EmitterSource { id: stem, mod_id: id.clone(), path, source: text };
                     if syntax_check(&src, diags) {
                         emitters.push(src);
                     }
                 }
-                Err(e) => diags.push(Diagnostic::error(Some(&id), Some(&path), format!("cannot read: {e}"))),
+                Ok(None) => {}
+                Err(e) => diags.push(Diagnostic::error(Some(&id), Some(&path), e)),
             }
         }
     }

@@ -53,6 +53,36 @@ impl TomlDoc {
             .copied()
     }
 
+    /// Deserializes every entry in one pass over one parse (linear in the file's size),
+    /// then reports the broken ones with line and column by deserializing just those
+    /// again (at most [`MAX_REPORTED`]; the rest are counted).
+    pub fn entries<T: DeserializeOwned>(&self, mod_id: &str, diags: &mut Vec<Diagnostic>) -> Vec<(String, T)> {
+        let all = toml::Deserializer::parse(&self.text)
+            .and_then(|d| All::<T> { _t: PhantomData }.deserialize(d))
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(all.len());
+        let mut broken = 0;
+        for (key, v) in all {
+            match v {
+                Some(v) => out.push((key, v)),
+                None => {
+                    broken += 1;
+                    if broken <= MAX_REPORTED {
+                        let _ = self.entry::<T>(&key, mod_id, diags);
+                    }
+                }
+            }
+        }
+        if broken > MAX_REPORTED {
+            diags.push(Diagnostic::error(
+                Some(mod_id),
+                Some(&self.file),
+                format!("{} more entries have errors (fix the ones above first)", broken - MAX_REPORTED),
+            ));
+        }
+        out
+    }
+
     /// Deserializes one entry. Errors (unknown or mistyped fields) carry line and column.
     pub fn entry<T: DeserializeOwned>(&self, key: &str, mod_id: &str, diags: &mut Vec<Diagnostic>) -> Option<T> {
         let result =
@@ -70,6 +100,36 @@ impl TomlDoc {
                 None
             }
         }
+    }
+}
+
+/// Broken entries reported in full per file; the rest are counted.
+pub const MAX_REPORTED: usize = 20;
+
+/// Deserializes every value of the top-level table, noting (as `None`) those that fail
+/// without stopping at them.
+struct All<T> {
+    _t: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for All<T> {
+    type Value = Vec<(String, Option<T>)>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for All<T> {
+    type Value = Vec<(String, Option<T>)>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a table of definitions")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(k) = map.next_key::<String>()? {
+            out.push((k, map.next_value::<T>().ok()));
+        }
+        Ok(out)
     }
 }
 
