@@ -377,12 +377,29 @@ impl App {
                         .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
                         .show(ui.ctx(), |ui| match progress {
                             Some((got, all)) => {
-                                ui.label(egui::RichText::new("Downloading the server's game content…").size(24.0));
-                                ui.add(
-                                    egui::ProgressBar::new(got as f32 / all.max(1) as f32)
-                                        .desired_width(420.0)
-                                        .text(format!("{:.0} of {:.0} KB", got as f32 / 1024.0, all as f32 / 1024.0)),
-                                );
+                                ui.set_width(520.0);
+                                ui.vertical_centered(|ui| {
+                                    ui.add(
+                                        egui::Label::new(
+                                            egui::RichText::new("Downloading the server's game content…").size(24.0),
+                                        )
+                                        .wrap_mode(egui::TextWrapMode::Extend),
+                                    );
+                                    ui.label(
+                                        egui::RichText::new("Only the first time: it is kept for the next join.")
+                                            .color(egui::Color32::from_gray(150)),
+                                    );
+                                    ui.add_space(6.0);
+                                    ui.add(
+                                        egui::ProgressBar::new(got as f32 / all.max(1) as f32)
+                                            .desired_width(480.0)
+                                            .text(format!(
+                                                "{:.0} of {:.0} KB",
+                                                got as f32 / 1024.0,
+                                                all as f32 / 1024.0
+                                            )),
+                                    );
+                                });
                             }
                             None => {
                                 ui.label(egui::RichText::new("Connecting…").size(28.0));

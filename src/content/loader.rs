@@ -244,10 +244,14 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         diags.push(Diagnostic::error(Some(&id), Some(&mpath), "mod id must use lowercase letters, digits and _"));
     }
     let mut docs = HashMap::new();
-    let bullets = read_defs(&mut files, dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
-    let enemies = read_defs(&mut files, dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
-    let bosses = read_defs(&mut files, dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
-    let dungeons = read_defs(&mut files, dir, &shown, "dungeons.toml", &id, &mut docs, diags, |d: &mut DungeonDef, k| d.id = k);
+    let bullets =
+        read_defs(&mut files, dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
+    let enemies =
+        read_defs(&mut files, dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
+    let bosses =
+        read_defs(&mut files, dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
+    let dungeons =
+        read_defs(&mut files, dir, &shown, "dungeons.toml", &id, &mut docs, diags, |d: &mut DungeonDef, k| d.id = k);
     let hub = match files.read(&dir.join("hub.toml")) {
         Ok(Some(t)) => match toml::from_str::<HubDef>(&t) {
             Ok(h) => Some(h),

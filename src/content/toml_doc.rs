@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-use super::diag::{line_col, Diagnostic};
+use super::diag::{line_col, Diagnostic, LineIndex};
 
 /// A parsed TOML file with the position of every entry and every field in it.
 pub struct TomlDoc {
@@ -32,16 +32,18 @@ impl TomlDoc {
         }
         let mut locs = HashMap::new();
         let mut keys = Vec::new();
+        let index = LineIndex::new(&text);
         for (k, v) in root.get_ref().iter() {
             let key = k.get_ref().to_string();
-            locs.insert((key.clone(), String::new()), line_col(&text, k.span().start));
+            locs.insert((key.clone(), String::new()), index.line_col(k.span().start));
             if let Some(t) = v.get_ref().as_table() {
                 for (fk, _) in t.iter() {
-                    locs.insert((key.clone(), fk.get_ref().to_string()), line_col(&text, fk.span().start));
+                    locs.insert((key.clone(), fk.get_ref().to_string()), index.line_col(fk.span().start));
                 }
             }
             keys.push(key);
         }
+        drop(index);
         drop(root);
         Some(TomlDoc { file: file.to_string(), text, locs, keys })
     }
