@@ -189,7 +189,7 @@ fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
     let Ok(lua) = lua else { return true };
     match lua
         .load(&src.source)
-        .set_name(format!("@{}", src.path))
+        .set_name(format!("@{}", src.chunk_name()))
         .set_mode(mlua::chunk::ChunkMode::Text)
         .into_function()
     {
@@ -200,7 +200,7 @@ fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
                 other => other.to_string(),
             };
             // Lua's message starts "path:line: ...": lift the line into the diagnostic.
-            let rest = msg.strip_prefix(&format!("{}:", src.path)).unwrap_or(&msg);
+            let rest = msg.strip_prefix(&format!("{}:", src.chunk_name())).unwrap_or(&msg);
             let (line, text) = match rest.split_once(':') {
                 Some((l, t)) if l.parse::<usize>().is_ok() => (l.parse().ok(), t.trim().to_string()),
                 _ => (None, msg.clone()),

@@ -20,14 +20,34 @@ use crate::sim::{Defs, Tick, Vec2};
 
 /// Instructions one resume of one emitter may execute.
 pub const INSTRUCTION_LIMIT: u32 = 200_000;
-/// Hook granularity: the budget is checked every this many instructions.
-const HOOK_EVERY: u32 = 1_000;
+/// Instructions all the emitters of one instance may execute in one tick, together.
+pub const TICK_INSTRUCTION_BUDGET: u32 = 1_000_000;
+/// What making a coroutine (`coroutine.create`, `wrap`, `task`) costs, in instructions.
+pub const COROUTINE_COST: u32 = 1_000;
+/// Hook granularity: the budgets are checked every this many instructions (of each thread).
+const HOOK_EVERY: u32 = 250;
+/// Wall-clock backstop for one resume: work inside C functions (copying huge strings) is
+/// not counted in instructions, so a resume running this long is stopped too.
+pub const RESUME_WALL_MS: u64 = 100;
 /// Memory cap per Lua state (one per instance).
 pub const MEMORY_LIMIT: usize = 32 * 1024 * 1024;
+/// Largest string `string.rep` may build, bytes.
+pub const MAX_STRING_BYTES: usize = 1 << 20;
+/// Most elements `table.move` may move in one call.
+pub const MAX_MOVE: i64 = 1 << 20;
+/// Live tasks (coroutines started by `task`, `every` and emitters) per instance.
+pub const MAX_TASKS: usize = 256;
+/// Bullets the emitters of one instance may fire in one tick.
+pub const MAX_SHOTS_PER_TICK: usize = 4_096;
+/// Enemies the emitters of one instance may spawn in one tick.
+pub const MAX_SPAWNS_PER_TICK: usize = 32;
 /// Most shots one `ring`/`fan` call may fire.
 pub const MAX_PATTERN_SHOTS: i64 = 720;
-/// Most `log` lines per tick per instance (the rest are dropped).
+/// Most `log` lines per tick per instance (the rest are dropped), and bytes per line.
 const MAX_LOGS_PER_TICK: usize = 16;
+pub const MAX_LOG_BYTES: usize = 200;
+/// Longest sound name `sfx` accepts (the wire carries at most 64 bytes).
+pub const MAX_SFX_NAME: usize = 32;
 
 const PRELUDE: &str = include_str!("prelude.lua");
 
@@ -39,6 +59,18 @@ pub struct EmitterSource {
     /// Path shown in messages, e.g. `mods/example/emitters/spiral.lua`.
     pub path: String,
     pub source: String,
+}
+
+impl EmitterSource {
+    /// The name Lua gives this chunk in messages: short and mod-relative
+    /// (`my_mod/emitters/spin.lua`), so Lua's 60-byte limit never cuts off the line.
+    pub fn chunk_name(&self) -> String {
+        let file = format!("/emitters/{}.lua", self.id);
+        let room = 58usize.saturating_sub(file.len()).max(8);
+        let mut m = self.mod_id.clone();
+        truncate_chars(&mut m, room);
+        format!("{m}{file}")
+    }
 }
 
 /// What scripts may refer to by name.
@@ -78,8 +110,18 @@ struct Ctx {
     owner: Owner,
     group: u32,
     root: u64,
+    /// Instructions this resume, and this tick across every task.
     used: u32,
+    tick_used: u32,
+    /// When this resume began (the wall-clock backstop).
+    resume_start: std::time::Instant,
+    /// A budget ran out: sticky until the next resume, so no Lua construct can swallow it.
     over: bool,
+    over_why: String,
+    /// Live tasks (including ones made this resume), shots and spawns this tick.
+    live_tasks: usize,
+    shots: usize,
+    spawns: usize,
     /// Where the running script was at the last hook ("file:line"), for errors that carry
     /// no position of their own (running out of memory).
     last_pos: String,
@@ -114,10 +156,14 @@ pub struct LuaRuntime {
     lua: Option<Lua>,
     emitters: Arc<BTreeMap<String, EmitterSource>>,
     compiled: HashMap<String, Function>,
+    /// Each mod's environment, by mod id.
+    envs: HashMap<String, Table>,
     disabled: HashSet<String>,
     tasks: Vec<Task>,
     next_root: u64,
     pending_msgs: Vec<ScriptMessage>,
+    /// Where to start next tick when this tick's budget ran out.
+    resume_at: usize,
 }
 
 fn rt_err(msg: impl Into<String>) -> mlua::Error {
@@ -138,9 +184,86 @@ fn caller(lua: &Lua) -> String {
 
 fn with_ctx<R>(lua: &Lua, f: impl FnOnce(&mut Ctx) -> mlua::Result<R>) -> mlua::Result<R> {
     match lua.try_app_data_mut::<Ctx>() {
+        Ok(Some(c)) if c.over => Err(rt_err(c.over_why.clone())),
         Ok(Some(mut c)) => f(&mut c),
         _ => Err(rt_err("emitter API called outside an emitter")),
     }
+}
+
+impl Ctx {
+    /// Charges `n` instructions of work done outside the VM (C functions, new coroutines).
+    fn charge(&mut self, n: u64) -> mlua::Result<()> {
+        let n = n.min(u32::MAX as u64) as u32;
+        self.used = self.used.saturating_add(n);
+        self.tick_used = self.tick_used.saturating_add(n);
+        self.check_budgets()
+    }
+
+    fn check_budgets(&mut self) -> mlua::Result<()> {
+        if !self.over {
+            if self.used > INSTRUCTION_LIMIT {
+                self.over_why =
+                    format!("instruction limit exceeded ({INSTRUCTION_LIMIT} per resume; use wait(n) in long loops)");
+            } else if self.tick_used > TICK_INSTRUCTION_BUDGET {
+                self.over_why = format!(
+                    "instance budget exceeded ({TICK_INSTRUCTION_BUDGET} instructions per tick for all emitters together)"
+                );
+            } else if self.resume_start.elapsed().as_millis() as u64 > RESUME_WALL_MS {
+                self.over_why = format!("ran for more than {RESUME_WALL_MS} ms in one resume");
+            } else {
+                return Ok(());
+            }
+            self.over = true;
+        }
+        Err(rt_err(self.over_why.clone()))
+    }
+}
+
+/// Text from a script made safe to print: control characters (newlines, escape codes)
+/// are shown escaped, so nothing a mod writes can forge a log line or a tool's output.
+pub fn escape_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Cuts a string to at most `max` bytes without splitting a character.
+pub fn truncate_chars(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+/// `tostring` without addresses: tables, functions, threads and userdata without a
+/// `__tostring` or `__name` print as their type, so two runs print the same text.
+fn plain_tostring(lua: &Lua, v: &Value, original: &Function) -> mlua::Result<String> {
+    let has_meta = |mt: Option<Table>| {
+        mt.is_some_and(|m| {
+            m.raw_get::<Value>("__tostring").is_ok_and(|v| !v.is_nil())
+                || m.raw_get::<Value>("__name").is_ok_and(|v| !v.is_nil())
+        })
+    };
+    let custom = match v {
+        Value::Table(t) => has_meta(t.metatable()),
+        Value::UserData(_) | Value::Function(_) | Value::Thread(_) | Value::LightUserData(_) => false,
+        _ => true,
+    };
+    if custom {
+        return original.call::<String>(v.clone());
+    }
+    let _ = lua;
+    Ok(v.type_name().to_string())
 }
 
 /// Shot parameters read from a Lua table before any shared state is borrowed.
@@ -198,6 +321,10 @@ impl ShotSpec {
 
     /// Queues one bullet at `angle` (degrees).
     fn fire(&self, c: &mut Ctx, angle: f32) -> mlua::Result<()> {
+        if c.shots >= MAX_SHOTS_PER_TICK {
+            return Err(rt_err(format!("more than {MAX_SHOTS_PER_TICK} bullets fired in one tick in this instance")));
+        }
+        c.shots += 1;
         let &(kind, radius, damage) =
             c.names.kinds.get(&self.kind).ok_or_else(|| rt_err(format!("unknown bullet kind '{}'", self.kind)))?;
         let me = c.my_pos();
@@ -258,6 +385,106 @@ fn aim_angle(c: &mut Ctx, target: &Value) -> mlua::Result<f32> {
 /// and CPU (see `sim::math`). `math.sqrt`, `floor`, `fmod`, `abs` are exact already. The
 /// `^` operator still calls the C `pow` for any exponent but 2 (Lua gives no hook for it):
 /// `docs/MODDING.md` tells modders to multiply instead.
+/// Standard functions that would do unbounded work inside one VM instruction get size
+/// checks and a charge against the budget; functions that would print addresses (which
+/// differ from run to run) print plain type names; `%p` is refused.
+fn install_guarded_stdlib(lua: &Lua, g: &Table) -> mlua::Result<()> {
+    let string: Table = g.get("string")?;
+    let table: Table = g.get("table")?;
+    string.set(
+        "rep",
+        lua.create_function(|lua, (s, n, sep): (mlua::LuaString, i64, Option<mlua::LuaString>)| {
+            let at = caller(lua);
+            if n <= 0 {
+                return lua.create_string("");
+            }
+            let (s, sep) = (s.as_bytes().to_vec(), sep.map(|x| x.as_bytes().to_vec()).unwrap_or_default());
+            let total = (s.len() as u128) * n as u128 + (sep.len() as u128) * (n as u128 - 1);
+            if total > MAX_STRING_BYTES as u128 {
+                return Err(rt_err(format!(
+                    "{at}string.rep: the result would be {total} bytes; at most {MAX_STRING_BYTES}"
+                )));
+            }
+            with_ctx(lua, |c| c.charge(total as u64 / 32))?;
+            let mut out = Vec::with_capacity(total as usize);
+            for k in 0..n {
+                if k > 0 {
+                    out.extend_from_slice(&sep);
+                }
+                out.extend_from_slice(&s);
+            }
+            lua.create_string(&out)
+        })?,
+    )?;
+    let original_move: Function = table.get("move")?;
+    table.set(
+        "move",
+        lua.create_function(move |lua, args: Variadic<Value>| {
+            let int = |i: usize| match args.get(i) {
+                Some(Value::Integer(v)) => Some(*v),
+                Some(Value::Number(v)) if v.fract() == 0.0 => Some(*v as i64),
+                _ => None,
+            };
+            if let (Some(f), Some(e)) = (int(1), int(2)) {
+                let n = e.saturating_sub(f).saturating_add(1);
+                if n > MAX_MOVE {
+                    return Err(rt_err(format!("{}table.move: {n} elements; at most {MAX_MOVE}", caller(lua))));
+                }
+                with_ctx(lua, |c| c.charge(n.max(0) as u64))?;
+            }
+            original_move.call::<Value>(args)
+        })?,
+    )?;
+    let original_tostring: Function = g.get("tostring")?;
+    lua.set_named_registry_value("hf_tostring", original_tostring.clone())?;
+    let ts = original_tostring.clone();
+    g.set("tostring", lua.create_function(move |lua, v: Value| plain_tostring(lua, &v, &ts))?)?;
+    let original_format: Function = string.get("format")?;
+    string.set(
+        "format",
+        lua.create_function(move |lua, (fmt, args): (mlua::LuaString, Variadic<Value>)| {
+            let bytes = fmt.as_bytes().to_vec();
+            let mut args: Vec<Value> = args.into_iter().collect();
+            let (mut i, mut arg) = (0usize, 0usize);
+            while i < bytes.len() {
+                if bytes[i] != b'%' {
+                    i += 1;
+                    continue;
+                }
+                i += 1;
+                if bytes.get(i) == Some(&b'%') {
+                    i += 1;
+                    continue;
+                }
+                while i < bytes.len() && b"-+ #0123456789.".contains(&bytes[i]) {
+                    i += 1;
+                }
+                match bytes.get(i) {
+                    Some(b'p') => {
+                        return Err(rt_err(format!(
+                            "{}string.format: %p is not allowed (addresses differ from run to run)",
+                            caller(lua)
+                        )))
+                    }
+                    Some(b's') => {
+                        if let Some(v) = args.get(arg) {
+                            if !matches!(v, Value::String(_) | Value::Integer(_) | Value::Number(_)) {
+                                let t = plain_tostring(lua, v, &original_tostring)?;
+                                args[arg] = Value::String(lua.create_string(&t)?);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                arg += 1;
+                i += 1;
+            }
+            original_format.call::<mlua::LuaString>((fmt, Variadic::from_iter(args)))
+        })?,
+    )?;
+    Ok(())
+}
+
 fn install_portable_math(lua: &Lua, g: &Table) -> mlua::Result<()> {
     let math: Table = g.get("math")?;
     type Unary = fn(f64) -> f64;
@@ -300,8 +527,24 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
         lua.create_function(|lua, ()| Ok(lua.try_app_data_ref::<Ctx>().ok().flatten().is_some_and(|c| c.over)))?,
     )?;
     g.set(
+        "__hf_charge",
+        lua.create_function(|lua, n: Option<i64>| {
+            let n = n.map_or(COROUTINE_COST as u64, |n| n.max(0) as u64);
+            with_ctx(lua, |c| c.charge(n))
+        })?,
+    )?;
+    g.set(
         "task",
         lua.create_function(|lua, f: Function| {
+            let at = caller(lua);
+            with_ctx(lua, |c| {
+                c.charge(COROUTINE_COST as u64)?;
+                if c.live_tasks >= MAX_TASKS {
+                    return Err(rt_err(format!("{at}task: too many tasks (at most {MAX_TASKS} per instance)")));
+                }
+                c.live_tasks += 1;
+                Ok(())
+            })?;
             let th = lua.create_thread(f)?;
             with_ctx(lua, |c| {
                 c.new_tasks.push(th);
@@ -309,6 +552,7 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
             })
         })?,
     )?;
+    install_guarded_stdlib(lua, &g)?;
     g.set(
         "shot",
         lua.create_function(|lua, t: Table| {
@@ -446,8 +690,12 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
             let at = caller(lua);
             with_ctx(lua, |c| {
                 if !c.names.enemies.contains(&id) {
-                    return Err(rt_err(format!("{at}spawn: unknown enemy '{id}'")));
+                    return Err(rt_err(format!("{at}spawn: unknown enemy '{}'", escape_text(&id))));
                 }
+                if c.spawns >= MAX_SPAWNS_PER_TICK {
+                    return Err(rt_err(format!("{at}spawn: more than {MAX_SPAWNS_PER_TICK} enemies in one tick")));
+                }
+                c.spawns += 1;
                 let me = c.my_pos();
                 let pos =
                     Vec2::new(x.filter(|v| v.is_finite()).unwrap_or(me.x), y.filter(|v| v.is_finite()).unwrap_or(me.y));
@@ -459,9 +707,21 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
     g.set(
         "sfx",
         lua.create_function(|lua, name: String| {
+            // Only names every client can decode: a refused name would cost them the rest of
+            // that tick's events.
+            if name.is_empty()
+                || name.len() > MAX_SFX_NAME
+                || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                return Err(rt_err(format!(
+                    "{}sfx: sound names are 1..={MAX_SFX_NAME} of a-z, 0-9 and _, not '{}'",
+                    caller(lua),
+                    escape_text(&name)
+                )));
+            }
             with_ctx(lua, |c| {
                 let pos = c.my_pos();
-                c.cmds.push(ScriptCmd::Sfx { name: name.chars().take(64).collect(), pos });
+                c.cmds.push(ScriptCmd::Sfx { name, pos });
                 Ok(())
             })
         })?,
@@ -469,9 +729,25 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
     g.set(
         "log",
         lua.create_function(|lua, args: Variadic<Value>| {
-            let parts: Vec<String> = args.iter().map(|v| v.to_string().unwrap_or_else(|_| "?".into())).collect();
-            let mut line = parts.join(" ");
-            line.truncate(200);
+            with_ctx(lua, |_| Ok(()))?;
+            let tostring: Function = lua.named_registry_value("hf_tostring")?;
+            let mut line = String::new();
+            for (k, v) in args.iter().enumerate() {
+                if line.len() >= MAX_LOG_BYTES {
+                    break;
+                }
+                let mut part = match v {
+                    Value::String(s) => s.to_string_lossy(),
+                    other => plain_tostring(lua, other, &tostring)?,
+                };
+                truncate_chars(&mut part, MAX_LOG_BYTES);
+                if k > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&part);
+            }
+            let mut line = escape_text(&line);
+            truncate_chars(&mut line, MAX_LOG_BYTES);
             with_ctx(lua, |c| {
                 if c.logs.len() < MAX_LOGS_PER_TICK {
                     c.logs.push(line);
@@ -484,7 +760,54 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
     let smt: Table = lua.load("return getmetatable('')").eval()?;
     smt.set("__metatable", false)?;
     lua.load(PRELUDE).set_name("=prelude").set_mode(ChunkMode::Text).exec()?;
+    // The API every mod sees: a snapshot of the globals, read through each mod's own
+    // environment (see `mod_env`), never written.
+    let api = lua.create_table()?;
+    for pair in g.pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
+            api.raw_set(k, v)?;
+        }
+    }
+    lua.set_named_registry_value("hf_api", api)?;
     Ok(())
+}
+
+/// The standard library tables a mod sees as read-only views.
+const LIBRARIES: [&str; 5] = ["string", "table", "math", "coroutine", "utf8"];
+
+/// A mod's own global environment: its globals are its own; everything else (the emitter
+/// API, the standard library, through read-only views) is looked up in the shared API,
+/// which no mod can change. One mod cannot alter what another mod's scripts see.
+fn mod_env(lua: &Lua) -> mlua::Result<Table> {
+    let api: Table = lua.named_registry_value("hf_api")?;
+    let env = lua.create_table()?;
+    let refuse = lua.create_function(|_, (_t, k): (Value, Value)| -> mlua::Result<()> {
+        let k = match k {
+            Value::String(s) => s.to_string_lossy(),
+            other => other.type_name().to_string(),
+        };
+        Err(rt_err(format!("the standard library is read-only (cannot set '{}')", escape_text(&k))))
+    })?;
+    for name in LIBRARIES {
+        let lib: Table = api.get(name)?;
+        let view = lua.create_table()?;
+        let mt = lua.create_table()?;
+        mt.raw_set("__index", lib.clone())?;
+        mt.raw_set("__newindex", refuse.clone())?;
+        mt.raw_set("__metatable", false)?;
+        let next: Function = api.get("next")?;
+        let l2 = lib.clone();
+        mt.raw_set("__pairs", lua.create_function(move |_, _t: Value| Ok((next.clone(), l2.clone(), Value::Nil)))?)?;
+        view.set_metatable(Some(mt))?;
+        env.raw_set(name, view)?;
+    }
+    env.raw_set("_G", env.clone())?;
+    let mt = lua.create_table()?;
+    mt.raw_set("__index", api)?;
+    mt.raw_set("__metatable", false)?;
+    env.set_metatable(Some(mt))?;
+    Ok(env)
 }
 
 fn describe(e: &mlua::Error) -> String {
@@ -512,10 +835,12 @@ impl LuaRuntime {
             lua: None,
             emitters,
             compiled: HashMap::new(),
+            envs: HashMap::new(),
             disabled: HashSet::new(),
             tasks: Vec::new(),
             next_root: 1,
             pending_msgs: Vec::new(),
+            resume_at: 0,
         };
         match Self::make_state(names, seed) {
             Ok(l) => rt.lua = Some(l),
@@ -538,7 +863,13 @@ impl LuaRuntime {
             group: 0,
             root: 0,
             used: 0,
+            tick_used: 0,
+            resume_start: std::time::Instant::now(),
             over: false,
+            over_why: String::new(),
+            live_tasks: 0,
+            shots: 0,
+            spawns: 0,
             last_pos: String::new(),
             cmds: Vec::new(),
             logs: Vec::new(),
@@ -549,21 +880,20 @@ impl LuaRuntime {
         install_api(&lua)?;
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), |lua, debug| {
             let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() else { return Ok(VmState::Continue) };
-            c.used = c.used.saturating_add(HOOK_EVERY);
-            if let (Some(src), Some(line)) = (debug.source().short_src, debug.current_line()) {
+            let src = debug.source().short_src.map(|s| s.to_string()).unwrap_or_default();
+            let line = debug.current_line();
+            if let Some(l) = line {
                 c.last_pos.clear();
                 use std::fmt::Write;
-                let _ = write!(c.last_pos, "{src}:{line}");
+                let _ = write!(c.last_pos, "{src}:{l}");
             }
-            if c.used > INSTRUCTION_LIMIT || c.over {
-                c.over = true;
-                let src = debug.source().short_src.map(|s| s.to_string()).unwrap_or_default();
-                let line = debug.current_line().map(|l| l.to_string()).unwrap_or_default();
-                return Err(rt_err(format!(
-                    "{src}:{line}: instruction limit exceeded ({INSTRUCTION_LIMIT} per resume; use wait(n) in long loops)"
-                )));
+            match c.charge(HOOK_EVERY as u64) {
+                Ok(()) => Ok(VmState::Continue),
+                Err(_) => {
+                    let at = line.map_or(String::new(), |l| format!("{src}:{l}: "));
+                    Err(rt_err(format!("{at}{}", c.over_why)))
+                }
             }
-            Ok(VmState::Continue)
         })?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
         Ok(lua)
@@ -582,9 +912,18 @@ impl LuaRuntime {
         }
         let lua = self.lua.as_ref().ok_or("Lua is not available")?;
         let src = self.emitters.get(name).ok_or_else(|| format!("no emitter named '{name}'"))?;
+        let env = match self.envs.get(&src.mod_id) {
+            Some(e) => e.clone(),
+            None => {
+                let e = mod_env(lua).map_err(|e| describe(&e))?;
+                self.envs.insert(src.mod_id.clone(), e.clone());
+                e
+            }
+        };
         let f = lua
             .load(&src.source)
-            .set_name(format!("@{}", src.path))
+            .set_name(format!("@{}", src.chunk_name()))
+            .set_environment(env)
             .set_mode(ChunkMode::Text)
             .into_function()
             .map_err(|e| describe(&e))?;
@@ -629,8 +968,17 @@ impl Scripting for LuaRuntime {
             c.players.extend_from_slice(view.players);
             c.owners.clear();
             c.owners.extend_from_slice(view.owners);
+            c.tick_used = 0;
+            c.shots = 0;
+            c.spawns = 0;
         }
         let mut failed: Vec<(u64, String, String)> = Vec::new();
+        // When the instance's budget ran out last tick, the tasks that were left waiting
+        // go first now (otherwise the order never changes: it is part of determinism).
+        let from = std::mem::take(&mut self.resume_at);
+        if from > 0 && from < self.tasks.len() {
+            self.tasks.rotate_left(from);
+        }
         let mut i = 0;
         while i < self.tasks.len() {
             let t = &self.tasks[i];
@@ -639,15 +987,38 @@ impl Scripting for LuaRuntime {
                 continue;
             }
             let (owner, group, root) = (t.owner, t.group, t.root);
+            let live = self.tasks.iter().filter(|t| !t.dead).count();
             if let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() {
+                if c.tick_used >= TICK_INSTRUCTION_BUDGET {
+                    self.resume_at = i; // the rest wait for the next tick, and go first
+                    break;
+                }
                 c.owner = owner;
                 c.group = group;
                 c.root = root;
                 c.used = 0;
                 c.over = false;
+                c.over_why.clear();
+                c.live_tasks = live;
+                c.resume_start = std::time::Instant::now();
                 c.last_pos.clear();
             }
             let res = self.tasks[i].thread.resume::<mlua::MultiValue>(());
+            // A budget that ran out ends the task whatever the script did with the error
+            // (caught it, swallowed it in a metamethod, returned normally).
+            let over = match lua.try_app_data_ref::<Ctx>() {
+                Ok(Some(c)) if c.over => Some(if c.last_pos.is_empty() {
+                    c.over_why.clone()
+                } else {
+                    format!("{}: {}", c.last_pos, c.over_why)
+                }),
+                _ => None,
+            };
+            let res = match (res, over) {
+                (Err(e), Some(_)) => Err(e),
+                (_, Some(why)) => Err(rt_err(why)),
+                (r, None) => r,
+            };
             let new_tasks = match lua.try_app_data_mut::<Ctx>() {
                 Ok(Some(mut c)) => std::mem::take(&mut c.new_tasks),
                 _ => Vec::new(),
@@ -693,7 +1064,8 @@ impl Scripting for LuaRuntime {
         for (root, emitter, err) in failed {
             self.tasks.retain(|t| t.root != root);
             self.disabled.insert(emitter.clone());
-            msgs.push(ScriptMessage::Error(format!("{}: {err}; emitter disabled", self.label(&emitter))));
+            let msg = escape_text(&format!("{}: {err}; emitter disabled", self.label(&emitter)));
+            msgs.push(ScriptMessage::Error(msg));
         }
         self.tasks.retain(|t| !t.dead);
         if let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() {

@@ -41,29 +41,77 @@ function nearest()
   return best
 end
 
-local over = __hf_over
-__hf_over = nil
-local _pcall, _xpcall, _resume, _create = pcall, xpcall, coroutine.resume, coroutine.create
-local _unpack, _pack, _error = table.unpack, table.pack, error
+local over, charge = __hf_over, __hf_charge
+__hf_over, __hf_charge = nil, nil
+local _pcall, _resume, _create, _status = pcall, coroutine.resume, coroutine.create, coroutine.status
+local _unpack, _pack, _error, _select = table.unpack, table.pack, error, select
 local function check(...)
-  if over() then _error("instruction limit exceeded", 2) end
+  if over() then _error("instruction limit exceeded", 0) end
   return ...
 end
 pcall = function(...) return check(_pcall(...)) end
-xpcall = function(...) return check(_xpcall(...)) end
+-- The message handler runs after the error has unwound, with the budget still counting
+-- (Lua would run it inside the error, where no hook fires: a loop there could never be
+-- stopped). It sees the error value, not the failing stack.
+xpcall = function(f, handler, ...)
+  local r = _pack(_pcall(f, ...))
+  check()
+  if r[1] then return _unpack(r, 1, r.n) end
+  return false, handler(r[2])
+end
+-- Every coroutine costs a fixed part of the budget when it is made: a script cannot fan
+-- out into many short coroutines that each stay under the hook's interval.
+coroutine.create = function(f)
+  charge()
+  return _create(f)
+end
 coroutine.resume = function(...) return check(_resume(...)) end
 coroutine.wrap = function(f)
-  local co = _create(f)
+  local co = coroutine.create(f)
   return function(...)
     local r = _pack(check(_resume(co, ...)))
     if not r[1] then _error(r[2], 0) end
     return _unpack(r, 2, r.n)
   end
 end
+coroutine.close = nil
 
 local _find = string.find
-string.find = function(s, p, init) return _find(s, p, init, true) end
+local function len(v) return type(v) == "string" and #v or 0 end
+string.find = function(s, p, init)
+  charge(len(s) // 16 + (len(s) * len(p)) // 4096)
+  return _find(s, p, init, true)
+end
 string.match, string.gmatch, string.gsub, string.dump = nil, nil, nil, nil
+for _, name in ipairs({"upper", "lower", "reverse"}) do
+  local f = string[name]
+  string[name] = function(s, ...)
+    charge(len(s) // 32)
+    return f(s, ...)
+  end
+end
+
+local _insert, _remove, _sort, _concat = table.insert, table.remove, table.sort, table.concat
+table.insert = function(t, ...)
+  charge(#t // 16)
+  return _insert(t, ...)
+end
+table.remove = function(t, ...)
+  charge(#t // 16)
+  return _remove(t, ...)
+end
+table.sort = function(t, ...)
+  local n = #t
+  charge(n * 2)
+  return _sort(t, ...)
+end
+table.concat = function(t, sep, i, j)
+  i = i or 1
+  j = j or #t
+  if j - i > 1048576 then _error("table.concat: more than 1048576 items", 2) end
+  charge((j - i) // 4)
+  return _concat(t, sep, i, j)
+end
 
 local _setmetatable, _rawget = setmetatable, rawget
 setmetatable = function(t, mt)
@@ -77,4 +125,5 @@ math.random = function(a, b)
   return rand_int(a, b)
 end
 math.randomseed = nil
+warn = nil
 print = log

@@ -182,7 +182,7 @@ fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
     let src = content.emitters.values().find(|e| msg.contains(&format!("({})", e.path)));
     let Some(src) = src else { return Diagnostic::error(None, None, msg.to_string()) };
     let line = msg
-        .split(&format!("{}:", src.path))
+        .split(&format!("{}:", src.chunk_name()))
         .nth(1)
         .and_then(|rest| rest.split(':').next())
         .and_then(|l| l.trim().parse::<usize>().ok());

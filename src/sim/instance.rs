@@ -335,9 +335,7 @@ impl Instance {
                 }
                 _ => Vec2::ZERO,
             };
-            let r = e.radius;
-            let p = e.pos + step;
-            e.pos = Vec2::new(p.x.clamp(r, arena.x - r), p.y.clamp(r, arena.y - r));
+            e.pos = keep_inside(e.pos + step, e.radius, arena);
         }
         if let Some(b) = &mut self.boss {
             b.move_to = step_move_to(&mut b.pos, b.move_to).flatten();
@@ -379,16 +377,20 @@ impl Instance {
             match c {
                 ScriptCmd::Shot(s) => self.spawn_bullet(tick, s, Team::Enemy, events),
                 ScriptCmd::MoveTo { owner, target, ticks } => {
-                    let m = Some(MoveTo { target: *target, ticks_left: (*ticks).max(1) });
+                    // The target is kept inside the arena, so no script can move a body out
+                    // of reach (or to NaN, where nothing could ever hit it).
+                    let ticks_left = (*ticks).max(1);
                     match owner {
                         Owner::Boss => {
                             if let Some(b) = &mut self.boss {
-                                b.move_to = m;
+                                let target = keep_inside(*target, b.radius, self.arena);
+                                b.move_to = Some(MoveTo { target, ticks_left });
                             }
                         }
                         Owner::Enemy(id) => {
                             if let Some(e) = self.enemies.iter_mut().find(|e| e.id == *id) {
-                                e.move_to = m;
+                                let target = keep_inside(*target, e.radius, self.arena);
+                                e.move_to = Some(MoveTo { target, ticks_left });
                             }
                         }
                     }
@@ -448,7 +450,7 @@ impl Instance {
         let eid = self.next_enemy;
         self.next_enemy += 1;
         let r = d.radius;
-        let pos = Vec2::new(pos.x.clamp(r, self.arena.x - r), pos.y.clamp(r, self.arena.y - r));
+        let pos = keep_inside(pos, r, self.arena);
         self.enemies.push(Enemy {
             id: eid,
             def: id.to_string(),
@@ -715,6 +717,21 @@ impl Instance {
 }
 
 /// Advances a scripted linear move one tick; returns the remaining move, if any.
+/// A body's centre kept inside the arena, whatever it is given: never panics (a body
+/// wider than the arena sits in the middle) and turns a non-finite position into the
+/// arena's centre.
+pub fn keep_inside(p: Vec2, r: f32, arena: Vec2) -> Vec2 {
+    let axis = |v: f32, side: f32| {
+        let (lo, hi) = (r.min(side / 2.0), (side - r).max(side / 2.0));
+        if v.is_finite() {
+            v.max(lo).min(hi)
+        } else {
+            side / 2.0
+        }
+    };
+    Vec2::new(axis(p.x, arena.x), axis(p.y, arena.y))
+}
+
 fn step_move_to(pos: &mut Vec2, m: Option<MoveTo>) -> Option<Option<MoveTo>> {
     let m = m?;
     let t = m.ticks_left.max(1) as f32;
