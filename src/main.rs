@@ -143,7 +143,12 @@ enum Command {
 enum ModsAction {
     /// Validate mods: manifests, TOML schemas, references, dependencies, Lua, and a dry run
     /// of every emitter and boss. With no PATH: everything the game would load.
-    Check { paths: Vec<PathBuf> },
+    Check {
+        paths: Vec<PathBuf>,
+        /// Ticks of dry run for each emitter, each dungeon's waves and each boss phase.
+        #[arg(long, default_value_t = hailfire::content::validate::DRY_RUN_TICKS)]
+        ticks: u32,
+    },
     /// List what the game would load.
     List,
 }
@@ -180,7 +185,7 @@ fn main() -> ExitCode {
             hailfire::logging::init(None);
             bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache)
         }
-        Some(Command::Mods { action: ModsAction::Check { paths } }) => mods_check(&paths),
+        Some(Command::Mods { action: ModsAction::Check { paths, ticks } }) => mods_check(&paths, ticks),
         Some(Command::Mods { action: ModsAction::List }) => {
             let c = hailfire::content::Content::load_default();
             println!("base content: {}", hailfire::content::content_dir().display());
@@ -307,8 +312,8 @@ fn render(scene: &str, out: &std::path::Path, size: (u32, u32)) -> ExitCode {
     }
 }
 
-fn mods_check(paths: &[PathBuf]) -> ExitCode {
-    let report = hailfire::content::validate::check(paths);
+fn mods_check(paths: &[PathBuf], ticks: u32) -> ExitCode {
+    let report = hailfire::content::validate::check_with(paths, ticks);
     for d in &report.diagnostics {
         println!("{d}");
     }
@@ -317,10 +322,11 @@ fn mods_check(paths: &[PathBuf]) -> ExitCode {
     }
     let errors = report.errors();
     println!(
-        "checked {} mod(s), dry-ran {} emitter(s) and {} boss(es): {} error(s)",
+        "checked {} mod(s), dry-ran {} emitter(s), {} boss(es) and {} dungeon(s) for {ticks} ticks each: {} error(s)",
         report.mods.len(),
         report.emitters_run,
         report.bosses_run,
+        report.dungeons_run,
         errors
     );
     if errors > 0 {

@@ -55,7 +55,7 @@ impl fmt::Display for Diagnostic {
         };
         write!(f, "{sev}: ")?;
         if let Some(file) = &self.file {
-            write!(f, "{file}")?;
+            write!(f, "{}", escape_text(file))?;
             if let Some(l) = self.line {
                 write!(f, ":{l}")?;
                 if let Some(c) = self.col {
@@ -67,8 +67,23 @@ impl fmt::Display for Diagnostic {
         if let Some(m) = &self.mod_id {
             write!(f, "[mod {m}] ")?;
         }
-        write!(f, "{}", self.message)
+        write!(f, "{}", escape_text(&self.message))
     }
+}
+
+/// Text from a script made safe to print: control characters (newlines, escape codes)
+/// are shown escaped, so nothing a mod writes can forge a log line or a tool's output.
+pub fn escape_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// 1-based line and column of a byte offset.

@@ -488,6 +488,9 @@ pub fn check_refs(
         if !(e.radius > 0.0 && e.radius <= 256.0) {
             err(f, &e.id, "radius", format!("enemy '{}': radius must be in (0, 256]", e.id));
         }
+        if !(e.range.is_finite() && e.range >= 0.0 && e.range <= 8192.0) {
+            err(f, &e.id, "range", format!("enemy '{}': range must be a number in [0, 8192] px", e.id));
+        }
         if !(e.speed.is_finite() && e.speed >= 0.0 && e.speed <= 20.0) {
             err(f, &e.id, "speed", format!("enemy '{}': speed must be in [0, 20] px/tick", e.id));
         }
@@ -520,6 +523,9 @@ pub fn check_refs(
         }
         if b.phases.is_empty() {
             err(f, &b.id, "phases", format!("boss '{}' has no phases", b.id));
+        }
+        if !(b.radius > 0.0 && b.radius <= 512.0) {
+            err(f, &b.id, "radius", format!("boss '{}': radius must be in (0, 512]", b.id));
         }
         for (i, p) in b.phases.iter().enumerate() {
             let n = i + 1;
@@ -573,6 +579,15 @@ pub fn check_refs(
         if !defs.bosses.contains_key(&d.boss) {
             err(f, &d.id, "boss", format!("dungeon '{}': boss '{}' does not exist", d.id, d.boss));
         }
+        let fits = |r: f32| 2.0 * r <= w.min(h);
+        if let Some(b) = defs.bosses.get(&d.boss).filter(|b| !fits(b.radius)) {
+            err(
+                f,
+                &d.id,
+                "boss",
+                format!("dungeon '{}': boss '{}' (radius {}) does not fit in the {w}x{h} arena", d.id, b.id, b.radius),
+            );
+        }
         if !(1..=crate::sim::client_defs::MAX_DUNGEON_PLAYERS).contains(&d.max_players) {
             err(
                 f,
@@ -599,16 +614,50 @@ pub fn check_refs(
                 if s.count > 64 {
                     err(f, &d.id, "waves", format!("dungeon '{}' wave {}: count must be at most 64", d.id, wi + 1));
                 }
+                if !inside([s.x, s.y], d.arena) {
+                    err(
+                        f,
+                        &d.id,
+                        "waves",
+                        format!("dungeon '{}' wave {}: spawn x/y must be numbers inside the arena", d.id, wi + 1),
+                    );
+                }
+                if !(s.spacing.is_finite() && s.spacing.abs() <= 8192.0) {
+                    err(
+                        f,
+                        &d.id,
+                        "waves",
+                        format!("dungeon '{}' wave {}: spacing must be a number within 8192 px", d.id, wi + 1),
+                    );
+                }
+                if let Some(e) = defs.enemies.get(&s.enemy).filter(|e| !fits(e.radius)) {
+                    err(
+                        f,
+                        &d.id,
+                        "waves",
+                        format!(
+                            "dungeon '{}' wave {}: enemy '{}' (radius {}) does not fit in the {w}x{h} arena",
+                            d.id,
+                            wi + 1,
+                            e.id,
+                            e.radius
+                        ),
+                    );
+                }
             }
         }
     }
     if let Some(hub) = &m.hub {
-        if !inside(hub.spawn, hub.arena) || hub.arena[0] < 64.0 || hub.arena[1] < 64.0 {
+        let side = |v: f32| (64.0..=8192.0).contains(&v);
+        if !inside(hub.spawn, hub.arena) || !side(hub.arena[0]) || !side(hub.arena[1]) {
             diags.push(Diagnostic::error(
                 Some(id),
                 Some(&m.file("hub.toml")),
-                "hub: spawn must be inside an arena of at least 64x64",
+                "hub: the arena's sides must be 64..8192 px and the spawn inside it",
             ));
+        }
+        if !(4.0..=256.0).contains(&hub.portal_radius) {
+            diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), "hub: portal_radius must be 4..256 px"));
         }
     }
     diags.len() - before

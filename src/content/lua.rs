@@ -12,6 +12,7 @@ use mlua::chunk::ChunkMode;
 use mlua::thread::ThreadStatus;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, Variadic, VmState};
 
+pub use super::diag::escape_text;
 use crate::sim::rng::Rng;
 use crate::sim::script::{
     Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
@@ -182,6 +183,43 @@ fn caller(lua: &Lua) -> String {
     .unwrap_or_default()
 }
 
+/// "file:line: " of the innermost mod code on the stack (skipping the prelude and Rust),
+/// so that a limit met inside a library wrapper is reported where the mod called it.
+fn where_in_mod(lua: &Lua) -> String {
+    for level in 0..24 {
+        let found = lua.inspect_stack(level, |d| {
+            let src = d.source();
+            let from_mod = src.source.as_deref().is_some_and(|s| s.starts_with('@'));
+            match (from_mod, src.short_src, d.current_line()) {
+                (true, Some(file), Some(line)) => Some(format!("{file}:{line}: ")),
+                _ => None,
+            }
+        });
+        match found {
+            None => break,               // past the bottom of the stack
+            Some(Some(at)) => return at, // a mod frame
+            Some(None) => {}
+        }
+    }
+    String::new()
+}
+
+/// Charges work done outside the VM; when a budget runs out, the error (and the position
+/// kept for the post-resume report) names the mod's line.
+fn charge(lua: &Lua, n: u64) -> mlua::Result<()> {
+    let res = with_ctx(lua, |c| c.charge(n));
+    if res.is_err() {
+        let at = where_in_mod(lua);
+        if let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() {
+            if !at.is_empty() {
+                c.last_pos = at.trim_end_matches([':', ' ']).to_string();
+            }
+            return Err(rt_err(format!("{at}{}", c.over_why)));
+        }
+    }
+    res
+}
+
 fn with_ctx<R>(lua: &Lua, f: impl FnOnce(&mut Ctx) -> mlua::Result<R>) -> mlua::Result<R> {
     match lua.try_app_data_mut::<Ctx>() {
         Ok(Some(c)) if c.over => Err(rt_err(c.over_why.clone())),
@@ -217,21 +255,6 @@ impl Ctx {
         }
         Err(rt_err(self.over_why.clone()))
     }
-}
-
-/// Text from a script made safe to print: control characters (newlines, escape codes)
-/// are shown escaped, so nothing a mod writes can forge a log line or a tool's output.
-pub fn escape_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Cuts a string to at most `max` bytes without splitting a character.
@@ -395,24 +418,26 @@ fn install_guarded_stdlib(lua: &Lua, g: &Table) -> mlua::Result<()> {
         "rep",
         lua.create_function(|lua, (s, n, sep): (mlua::LuaString, i64, Option<mlua::LuaString>)| {
             let at = caller(lua);
-            if n <= 0 {
+            let (s, sep) = (s.as_bytes().to_vec(), sep.map(|x| x.as_bytes().to_vec()).unwrap_or_default());
+            if n <= 0 || (s.is_empty() && sep.is_empty()) {
                 return lua.create_string("");
             }
-            let (s, sep) = (s.as_bytes().to_vec(), sep.map(|x| x.as_bytes().to_vec()).unwrap_or_default());
             let total = (s.len() as u128) * n as u128 + (sep.len() as u128) * (n as u128 - 1);
             if total > MAX_STRING_BYTES as u128 {
                 return Err(rt_err(format!(
                     "{at}string.rep: the result would be {total} bytes; at most {MAX_STRING_BYTES}"
                 )));
             }
-            with_ctx(lua, |c| c.charge(total as u64 / 32))?;
-            let mut out = Vec::with_capacity(total as usize);
-            for k in 0..n {
-                if k > 0 {
-                    out.extend_from_slice(&sep);
-                }
+            charge(lua, total as u64 / 32)?;
+            let out = if sep.is_empty() {
+                s.repeat(n as usize)
+            } else {
+                let mut unit = s.clone();
+                unit.extend_from_slice(&sep);
+                let mut out = unit.repeat(n as usize - 1);
                 out.extend_from_slice(&s);
-            }
+                out
+            };
             lua.create_string(&out)
         })?,
     )?;
@@ -430,7 +455,7 @@ fn install_guarded_stdlib(lua: &Lua, g: &Table) -> mlua::Result<()> {
                 if n > MAX_MOVE {
                     return Err(rt_err(format!("{}table.move: {n} elements; at most {MAX_MOVE}", caller(lua))));
                 }
-                with_ctx(lua, |c| c.charge(n.max(0) as u64))?;
+                charge(lua, n.max(0) as u64)?;
             }
             original_move.call::<Value>(args)
         })?,
@@ -530,15 +555,15 @@ fn install_api(lua: &Lua) -> mlua::Result<()> {
         "__hf_charge",
         lua.create_function(|lua, n: Option<i64>| {
             let n = n.map_or(COROUTINE_COST as u64, |n| n.max(0) as u64);
-            with_ctx(lua, |c| c.charge(n))
+            charge(lua, n)
         })?,
     )?;
     g.set(
         "task",
         lua.create_function(|lua, f: Function| {
             let at = caller(lua);
+            charge(lua, COROUTINE_COST as u64)?;
             with_ctx(lua, |c| {
-                c.charge(COROUTINE_COST as u64)?;
                 if c.live_tasks >= MAX_TASKS {
                     return Err(rt_err(format!("{at}task: too many tasks (at most {MAX_TASKS} per instance)")));
                 }
@@ -879,19 +904,23 @@ impl LuaRuntime {
         });
         install_api(&lua)?;
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), |lua, debug| {
+            let from_mod = debug.source().source.as_deref().is_some_and(|s| s.starts_with('@'));
             let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() else { return Ok(VmState::Continue) };
-            let src = debug.source().short_src.map(|s| s.to_string()).unwrap_or_default();
-            let line = debug.current_line();
-            if let Some(l) = line {
-                c.last_pos.clear();
-                use std::fmt::Write;
-                let _ = write!(c.last_pos, "{src}:{l}");
+            if from_mod {
+                if let (Some(src), Some(l)) = (debug.source().short_src, debug.current_line()) {
+                    c.last_pos.clear();
+                    use std::fmt::Write;
+                    let _ = write!(c.last_pos, "{src}:{l}");
+                }
             }
             match c.charge(HOOK_EVERY as u64) {
                 Ok(()) => Ok(VmState::Continue),
                 Err(_) => {
-                    let at = line.map_or(String::new(), |l| format!("{src}:{l}: "));
-                    Err(rt_err(format!("{at}{}", c.over_why)))
+                    let why = c.over_why.clone();
+                    let at = if from_mod { c.last_pos.clone() } else { String::new() };
+                    drop(c);
+                    let at = if at.is_empty() { where_in_mod(lua) } else { format!("{at}: ") };
+                    Err(rt_err(format!("{at}{why}")))
                 }
             }
         })?;
@@ -1015,7 +1044,8 @@ impl Scripting for LuaRuntime {
                 _ => None,
             };
             let res = match (res, over) {
-                (Err(e), Some(_)) => Err(e),
+                // The error the script saw may have been rethrown, wrapped or replaced on
+                // the way out: report the budget and where the mod was.
                 (_, Some(why)) => Err(rt_err(why)),
                 (r, None) => r,
             };

@@ -20,6 +20,7 @@ pub struct Report {
     pub mods: Vec<super::ModSummary>,
     pub emitters_run: usize,
     pub bosses_run: usize,
+    pub dungeons_run: usize,
 }
 
 impl Report {
@@ -42,6 +43,12 @@ pub fn roots_for(paths: &[PathBuf]) -> Vec<ModRoot> {
 }
 
 pub fn check(paths: &[PathBuf]) -> Report {
+    check_with(paths, DRY_RUN_TICKS)
+}
+
+/// [`check`] with `ticks` of dry run for each emitter, each wave, each boss phase.
+pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
+    let ticks = ticks.max(1);
     let roots = roots_for(paths);
     let mut missing = Vec::new();
     for r in &roots {
@@ -117,7 +124,7 @@ pub fn check(paths: &[PathBuf]) -> Report {
         let mut inst = dry_instance(&defs, &factory, dungeon);
         let mut ev = Vec::new();
         inst.spawn_enemy(&defs, e, Vec2::new(480.0, 200.0), &mut ev);
-        run(&mut inst, &defs, 1, DRY_RUN_TICKS, &mut errors);
+        run(&mut inst, &defs, 1, ticks, &mut errors);
         emitters_run += defs.enemies[e].emitters.len();
     }
     let mut bosses_run = 0;
@@ -131,10 +138,47 @@ pub fn check(paths: &[PathBuf]) -> Report {
             if i > 0 {
                 inst.force_boss_hp(&defs, ph.hp_threshold, &mut ev);
             }
-            run(&mut inst, &defs, t, DRY_RUN_TICKS, &mut errors);
-            t += DRY_RUN_TICKS;
+            run(&mut inst, &defs, t, ticks, &mut errors);
+            t += ticks;
         }
         bosses_run += 1;
+    }
+    // Each real dungeon as the server will run it: its own arena, its waves' enemies
+    // together (so emitters that interact, and bodies that meet the walls, are exercised),
+    // then its boss through every phase with the wave enemies still about.
+    let mut dungeons_run = 0;
+    let real: Vec<String> = defs.dungeons.keys().filter(|d| !d.starts_with("__dry_")).cloned().collect();
+    for d in &real {
+        let dd = &defs.dungeons[d];
+        if !defs.bosses.contains_key(&dd.boss) {
+            continue; // reported by the reference check
+        }
+        let mut inst = dry_instance(&defs, &factory, d);
+        let mut ev = Vec::new();
+        let mut t = 1;
+        run(&mut inst, &defs, t, ticks, &mut errors);
+        t += ticks;
+        for wave in &dd.waves {
+            for s in &wave.spawns {
+                for k in 0..s.count.min(64) {
+                    let pos = Vec2::new(s.x + k as f32 * s.spacing, s.y);
+                    inst.spawn_enemy(&defs, &s.enemy, pos, &mut ev);
+                }
+            }
+        }
+        run(&mut inst, &defs, t, ticks, &mut errors);
+        t += ticks;
+        if inst.boss.is_none() {
+            inst.start_boss(&defs, t, &mut ev);
+        }
+        for (i, ph) in defs.bosses[&dd.boss].phases.iter().enumerate() {
+            if i > 0 {
+                inst.force_boss_hp(&defs, ph.hp_threshold, &mut ev);
+            }
+            run(&mut inst, &defs, t, ticks, &mut errors);
+            t += ticks;
+        }
+        dungeons_run += 1;
     }
     errors.sort();
     errors.dedup();
@@ -143,7 +187,7 @@ pub fn check(paths: &[PathBuf]) -> Report {
     for msg in errors {
         diagnostics.push(script_diagnostic(&content, &msg));
     }
-    Report { diagnostics, mods: content.mods.clone(), emitters_run, bosses_run }
+    Report { diagnostics, mods: content.mods.clone(), emitters_run, bosses_run, dungeons_run }
 }
 
 fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Instance {

@@ -26,6 +26,9 @@ pub const CONTENT_TIMEOUT_TICKS: u32 = 60 * TICK_RATE;
 /// 480 KiB/s). Only the joining peer's reliable control channel carries them, so players
 /// already in the game keep getting every snapshot and event on time.
 pub const CONTENT_CHUNKS_PER_TICK: usize = 8;
+/// Most events in one `Events` packet: at most ~32 bytes each, so a packet stays well
+/// under `MAX_PACKET` however busy the tick.
+pub const EVENTS_PER_PACKET: usize = 1000;
 /// Malformed packets tolerated from one peer before it is disconnected.
 pub const MAX_MALFORMED: u32 = 64;
 
@@ -398,11 +401,19 @@ impl<T: Transport> Server<T> {
                 _ => {}
             }
         }
-        let encoded: BTreeMap<InstanceId, Vec<u8>> = if flush {
+        // A busy tick's events go in as many packets as they need: none is ever dropped
+        // for being larger than a packet may be.
+        let encoded: BTreeMap<InstanceId, Vec<Vec<u8>>> = if flush {
             std::mem::take(&mut self.pending)
                 .into_iter()
                 .filter(|(_, evs)| !evs.is_empty())
-                .map(|(i, events)| (i, ServerMsg::Events { instance: i, tick, events }.encode()))
+                .map(|(i, events)| {
+                    let packets = events
+                        .chunks(EVENTS_PER_PACKET)
+                        .map(|c| ServerMsg::Events { instance: i, tick, events: c.to_vec() }.encode())
+                        .collect();
+                    (i, packets)
+                })
                 .collect()
         } else {
             BTreeMap::new()
@@ -414,8 +425,10 @@ impl<T: Transport> Server<T> {
                 if told != Some(*inst) {
                     self.enter(peer, *inst);
                     roster_changed.insert(*inst);
-                } else if let Some(bytes) = encoded.get(inst) {
-                    self.net.send(peer, CH_EVENTS, bytes);
+                } else if let Some(packets) = encoded.get(inst) {
+                    for bytes in packets {
+                        self.net.send(peer, CH_EVENTS, bytes);
+                    }
                 }
             }
         }
@@ -478,7 +491,7 @@ impl<T: Transport> Server<T> {
         let dumps: Vec<Vec<u8>> = i
             .bullets
             .origin
-            .chunks(2000)
+            .chunks(EVENTS_PER_PACKET)
             .map(|c| {
                 ServerMsg::Events { instance: inst, tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }
                     .encode()
