@@ -795,3 +795,50 @@ fn hostile_content_is_refused_with_a_clear_message_and_nothing_crashes() {
     // And the fake server is sound: the honest transfer of the same bytes is accepted.
     assert_eq!(fake_join(offer_and_chunks(&bytes), &bytes), Ok(()));
 }
+
+#[test]
+fn a_tick_with_more_events_than_one_packet_holds_reaches_the_client_whole() {
+    // An emitter that fires 4,000 bullets a tick, each different (no repeat encoding):
+    // some 80 KB of events in one tick, more than one packet may carry.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("storm");
+    std::fs::create_dir_all(m.join("emitters")).unwrap();
+    std::fs::write(
+        m.join("mod.toml"),
+        "id = \"storm\"\nname = \"Storm\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("enemies.toml"),
+        "[cloud]\nname = \"Cloud\"\nhp = 100000\nradius = 10.0\nbehaviour = \"stationary\"\nemitters = [\"storm\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("emitters/storm.lua"),
+        "wait(30)\nfor i = 1, 4000 do\n  shot{angle = i * 0.09, speed = 0.5 + i / 4000, accel = i / 100000, turn = (i % 50) / 64, lifetime = 600}\nend\nwait(100000)\n",
+    )
+    .unwrap();
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m)]);
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    let mut st = Stepper::new(c, ServerConfig::default());
+    st.add_client("watcher", LinkProfile::CLEAN);
+    assert!(st.run_until(600, |_, _| InputSample::default(), |st| st.clients[0].is_joined()));
+
+    let hub = st.server.world.hub;
+    let mut ev = Vec::new();
+    let defs = st.server.world.defs.clone();
+    st.server.world.instances.get_mut(&hub).unwrap().spawn_enemy(&defs, "cloud", Vec2::new(480.0, 100.0), &mut ev);
+    let mut biggest = 0usize;
+    for _ in 0..45 {
+        st.step(|_, _| InputSample::default());
+        biggest = biggest.max(st.server.world.instances[&hub].bullets.len());
+    }
+    assert!(biggest >= 4000, "the storm fired: {biggest}");
+    let server: BTreeSet<u32> = st.server.world.instances[&hub].bullets.uid.iter().copied().collect();
+    let v = st.clients[0].view.as_ref().unwrap();
+    let client: BTreeSet<u32> = v.replica.pool.uid.iter().copied().collect();
+    let lost = server.difference(&client).count();
+    assert!(server.len() >= 4000, "{}", server.len());
+    assert_eq!(lost, 0, "{lost} of {} bullets never reached the client", server.len());
+    assert_eq!(st.clients[0].stats.malformed, 0);
+}

@@ -234,3 +234,86 @@ fn a_dedicated_server_with_extra_mods_serves_a_stock_bot_that_fights_in_the_mods
     let _ = server.wait();
     assert!(!read(&log).contains("panicked"));
 }
+
+#[test]
+fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mods = dir.path().join("mods");
+    let m = mods.join("grim");
+    std::fs::create_dir_all(m.join("emitters")).unwrap();
+    std::fs::write(
+        m.join("mod.toml"),
+        "id = \"grim\"\nname = \"Grim\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
+    )
+    .unwrap();
+    let attacks = [
+        ("hang", "wait(20)\nxpcall(function() while true do end end, function() while true do end end)\n"),
+        (
+            "fan",
+            "wait(20)\nlocal function burn(d)\n  if d == 0 then for _ = 1, 40 do end return end\n  for _ = 1, 20 do coroutine.resume(coroutine.create(burn), d - 1) end\nend\nburn(12)\n",
+        ),
+        ("swarm", "wait(20)\nfor i = 1, 4000 do task(function() while true do for k = 1, 150000 do end wait(1) end end) end\n"),
+        ("flood", "wait(20)\nwhile true do for i = 1, 40000 do ring{n = 720} end wait(1) end\n"),
+        ("rep", "wait(20)\nlocal s = string.rep('ab', math.maxinteger)\n"),
+    ];
+    let mut enemies = String::new();
+    let mut spawns = Vec::new();
+    for (k, (name, lua)) in attacks.iter().enumerate() {
+        std::fs::write(m.join(format!("emitters/{name}.lua")), lua).unwrap();
+        enemies.push_str(&format!(
+            "[{name}]\nname = \"{name}\"\nhp = 100000\nradius = 12.0\nbehaviour = \"stationary\"\nemitters = [\"{name}\"]\n\n"
+        ));
+        spawns.push(format!("{{ enemy = \"{name}\", x = {}.0, y = 150.0 }}", 100 + k * 150));
+    }
+    std::fs::write(m.join("enemies.toml"), enemies).unwrap();
+    std::fs::write(
+        m.join("dungeons.toml"),
+        format!(
+            "[grim_pit]\nname = \"Grim Pit\"\narena = [900.0, 700.0]\nspawn = [450.0, 600.0]\nboss = \"warden\"\nboss_pos = [450.0, 100.0]\nportal = [700.0, 420.0]\n\n[[grim_pit.waves]]\nspawns = [{}]\n",
+            spawns.join(", ")
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = Command::new(exe())
+        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--mods"])
+        .arg(&mods)
+        .env("HAILFIRE_LOG_FILE", &log)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    let cache = dir.path().join("cache");
+    let bot_in = |dungeon: &str, name: &str| {
+        Command::new(exe())
+            .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", dungeon, "--seconds", "12"])
+            .args(["--name", name])
+            .env("XDG_CACHE_HOME", &cache)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let victim = bot_in("grim_pit", "victim");
+    let bystander = bot_in("warden_keep", "bystander");
+    let (vc, vout) = finish(victim, 60);
+    let (bc, bout) = finish(bystander, 60);
+    let s = read(&log);
+    assert_eq!(vc, 0, "{vout}\n{s}");
+    assert_eq!(bc, 0, "{bout}\n{s}");
+    assert!(vout.contains("fought in the dungeon") && bout.contains("fought in the dungeon"), "{vout}\n{bout}");
+    for (name, _) in attacks {
+        assert!(
+            s.lines().any(|l| l.contains("script error") && l.contains(&format!("grim/emitters/{name}.lua:"))),
+            "no error at a line of {name}.lua in the log:\n{s}"
+        );
+    }
+    assert!(!s.contains("fell behind"), "a hostile mod stalled the server:\n{s}");
+    assert!(!s.contains("panicked"));
+    assert!(server.try_wait().unwrap().is_none(), "the server is still running");
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+}
