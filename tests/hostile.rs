@@ -390,3 +390,33 @@ fn the_checker_runs_each_dungeon_with_its_waves_together() {
     let errs = check_errors(&m).join("\n");
     assert!(errs.contains("pair/emitters/b.lua:2") && errs.contains("only with a"), "{errs}");
 }
+
+#[test]
+fn no_metamethod_or_iterator_can_swallow_or_outlast_the_limit() {
+    // To-be-closed variables run their handler while Lua unwinds an error, where no hook
+    // can fire: they are refused at load, at their line (strings and comments are not
+    // mistaken for them).
+    let d = tempfile::tempdir().unwrap();
+    let m = lua_mod(
+        d.path(),
+        "closer",
+        "-- a comment: local x <close>\nlocal s = 'not <close> either'\nlocal t < close > = setmetatable({}, {__close = function() while true do end end})\nwhile true do end\n",
+    );
+    let errs = check_errors(&m).join("\n");
+    assert!(errs.contains("closer_e.lua:3") && errs.contains("<close>"), "{errs}");
+    for lua in [
+        "error(setmetatable({}, {__tostring = function() while true do end end}))\n",
+        "local t = setmetatable({}, {__index = function() while true do end end})\nlocal x = t.foo\n",
+        "for k in function() while true do end end do end\n",
+        "while true do local ok = pcall(tostring, setmetatable({}, {__tostring = function() while true do end end})) end\n",
+        "local co = coroutine.wrap(function() while true do end end)\nwhile true do pcall(co) end\n",
+    ] {
+        let (r, took) = attack(lua, 3);
+        assert!(
+            r.errors.iter().any(|e| names_line(e) && e.contains("limit exceeded")),
+            "{lua}: expected the limit at a line of the file, got {:?}",
+            r.errors
+        );
+        assert!(took < Duration::from_secs(20), "{lua}: {took:?}");
+    }
+}

@@ -185,6 +185,17 @@ fn read_defs<T: DeserializeOwned>(
 
 /// Checks that a Lua file compiles (text only), reporting the line of a syntax error.
 fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
+    if let Some(line) = super::lua::find_close_attribute(&src.source) {
+        diags.push(
+            Diagnostic::error(
+                Some(&src.mod_id),
+                Some(&src.path),
+                "to-be-closed variables (<close>) are not allowed in emitters",
+            )
+            .at(Some((line, 1))),
+        );
+        return false;
+    }
     let lua = mlua::Lua::new_with(mlua::StdLib::NONE, mlua::LuaOptions::default());
     let Ok(lua) = lua else { return true };
     match lua

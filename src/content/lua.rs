@@ -62,6 +62,85 @@ pub struct EmitterSource {
     pub source: String,
 }
 
+/// The line of the first to-be-closed variable (`local x <close> = ...`) in Lua source, if
+/// any. They are refused: Lua runs their `__close` handlers while it unwinds an error,
+/// which can happen inside the instruction hook where no limit applies, so a looping
+/// handler could never be stopped. Strings and comments are skipped.
+pub fn find_close_attribute(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let (mut i, mut line) = (0usize, 1usize);
+    // `[[`, `[==[` ... : returns the level when a long bracket opens at `at`.
+    let long_open = |at: usize| -> Option<usize> {
+        if b.get(at) != Some(&b'[') {
+            return None;
+        }
+        let mut j = at + 1;
+        while b.get(j) == Some(&b'=') {
+            j += 1;
+        }
+        (b.get(j) == Some(&b'[')).then_some(j - at - 1)
+    };
+    let skip_long = |mut j: usize, level: usize, line: &mut usize| -> usize {
+        let close: Vec<u8> = std::iter::once(b']').chain(std::iter::repeat_n(b'=', level)).chain([b']']).collect();
+        while j < b.len() {
+            if b[j..].starts_with(&close) {
+                return j + close.len();
+            }
+            if b[j] == b'\n' {
+                *line += 1;
+            }
+            j += 1;
+        }
+        j
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                if let Some(level) = long_open(i + 2) {
+                    i = skip_long(i + 4 + level, level, &mut line);
+                } else {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+            }
+            b'[' if long_open(i).is_some() => {
+                let level = long_open(i).unwrap_or(0);
+                i = skip_long(i + 2 + level, level, &mut line);
+            }
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'<' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                if b[j.min(b.len())..].starts_with(b"close") {
+                    let mut k = j + 5;
+                    while k < b.len() && b[k].is_ascii_whitespace() {
+                        k += 1;
+                    }
+                    if b.get(k) == Some(&b'>') {
+                        return Some(line);
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 impl EmitterSource {
     /// The name Lua gives this chunk in messages: short and mod-relative
     /// (`my_mod/emitters/spin.lua`), so Lua's 60-byte limit never cuts off the line.
@@ -941,6 +1020,9 @@ impl LuaRuntime {
         }
         let lua = self.lua.as_ref().ok_or("Lua is not available")?;
         let src = self.emitters.get(name).ok_or_else(|| format!("no emitter named '{name}'"))?;
+        if let Some(line) = find_close_attribute(&src.source) {
+            return Err(format!("{}:{line}: to-be-closed variables (<close>) are not allowed", src.chunk_name()));
+        }
         let env = match self.envs.get(&src.mod_id) {
             Some(e) => e.clone(),
             None => {
