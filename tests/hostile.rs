@@ -420,3 +420,14 @@ fn no_metamethod_or_iterator_can_swallow_or_outlast_the_limit() {
         assert!(took < Duration::from_secs(20), "{lua}: {took:?}");
     }
 }
+
+#[test]
+fn api_misuse_and_deep_recursion_are_reported_at_their_line() {
+    for (lua, words) in [
+        ("wait(1)\nring('not a table')\n", &["evil_e.lua:2"][..]),
+        ("wait(1)\nlocal function f(n) return f(n + 1) + 1 end\nf(1)\n", &["evil_e.lua:2"][..]),
+    ] {
+        let (r, _) = attack(lua, 3);
+        assert!(r.errors.iter().any(|e| names_line(e) && words.iter().all(|w| e.contains(w))), "{lua}: {:?}", r.errors);
+    }
+}

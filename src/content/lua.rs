@@ -922,9 +922,26 @@ fn describe(e: &mlua::Error) -> String {
     }
 }
 
+/// The first `file.lua:N` position in a traceback (the mod's line that called into Rust).
+fn traceback_position(tb: &str) -> Option<String> {
+    tb.lines().map(str::trim).find_map(|l| {
+        let (pos, _) = l.split_once(": ")?;
+        let (file, line) = pos.rsplit_once(':')?;
+        (file.ends_with(".lua") && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| pos.to_string())
+    })
+}
+
 fn describe_full(e: &mlua::Error) -> String {
     match e {
-        mlua::Error::CallbackError { cause, .. } => describe(cause),
+        mlua::Error::CallbackError { cause, traceback } => {
+            let msg = describe(cause);
+            // Argument conversion errors carry no position of their own.
+            match traceback_position(traceback) {
+                Some(at) if !msg.contains(".lua:") => format!("{at}: {msg}"),
+                _ => msg,
+            }
+        }
         mlua::Error::RuntimeError(s) => s.clone(),
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::MemoryError(_) => format!("out of memory (limit {} MiB per instance)", MEMORY_LIMIT >> 20),
