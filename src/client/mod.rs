@@ -289,6 +289,13 @@ impl<T: Transport> Client<T> {
         self.now_ms = now_ms;
         self.pump();
         if self.phase == Phase::Connecting {
+            if let Some(why) = self.net.failure() {
+                self.phase = Phase::Failed(why);
+                self.net.disconnect(0);
+                return;
+            }
+        }
+        if self.phase == Phase::Connecting {
             let offered = self.download.as_ref().map(|d| (d.offered_ms, d.last_ms));
             match offered {
                 Some((_, last)) if now_ms - last > CONTENT_STALL_MS => self.fail(format!(

@@ -253,4 +253,8 @@ impl<T: Transport> Transport for Conditioner<T> {
     fn wire_totals(&self) -> Option<(u64, u64)> {
         self.inner.wire_totals()
     }
+
+    fn failure(&mut self) -> Option<String> {
+        self.inner.failure()
+    }
 }

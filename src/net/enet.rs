@@ -12,49 +12,15 @@ use std::time::Duration;
 
 use rusty_enet as enet;
 
+use super::secure::{ClientSecurity, Identity, SecureSocket, SecureStats, ServerSecurity};
 use super::{LinkStats, NetEvent, PeerId, Transport};
 use crate::protocol::{delivery, messages::MAX_PACKET, Delivery, CHANNEL_COUNT};
 
 /// Per-peer timeout: a silent peer is declared gone after at most this long.
 pub const PEER_TIMEOUT_MS: u32 = 5_000;
 
-/// A UDP socket that counts every datagram byte ENet sends and receives (ENet headers,
-/// acknowledgements and resends included; UDP/IP headers not). This is also the layer
-/// where an encrypting wrapper will sit later: rusty_enet takes any `Socket`.
-pub struct CountingSocket {
-    inner: UdpSocket,
-    sent: u64,
-    received: u64,
-}
-
-impl enet::Socket for CountingSocket {
-    type Address = SocketAddr;
-    type Error = io::Error;
-
-    fn init(&mut self, options: enet::SocketOptions) -> Result<(), io::Error> {
-        enet::Socket::init(&mut self.inner, options)
-    }
-
-    fn send(&mut self, address: SocketAddr, buffer: &[u8]) -> Result<usize, io::Error> {
-        let n = enet::Socket::send(&mut self.inner, address, buffer)?;
-        self.sent += n as u64;
-        Ok(n)
-    }
-
-    fn receive(
-        &mut self,
-        buffer: &mut [u8; enet::MTU_MAX],
-    ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
-        let r = enet::Socket::receive(&mut self.inner, buffer)?;
-        if let Some((_, enet::PacketReceived::Complete(n))) = &r {
-            self.received += *n as u64;
-        }
-        Ok(r)
-    }
-}
-
 pub struct EnetTransport {
-    host: enet::Host<CountingSocket>,
+    host: enet::Host<SecureSocket>,
     bytes: HashMap<usize, (u64, u64)>,
 }
 
@@ -63,22 +29,37 @@ fn settings(peers: usize) -> enet::HostSettings {
 }
 
 impl EnetTransport {
-    fn with_socket(socket: UdpSocket, peers: usize) -> io::Result<Self> {
-        let socket = CountingSocket { inner: socket, sent: 0, received: 0 };
+    fn with_socket(socket: SecureSocket, peers: usize) -> io::Result<Self> {
         let mut host = enet::Host::new(socket, settings(peers)).map_err(|e| io::Error::other(format!("{e:?}")))?;
         let _ = host.set_maximum_packet_size(MAX_PACKET);
         let _ = host.set_maximum_waiting_data(4 * MAX_PACKET);
         Ok(EnetTransport { host, bytes: HashMap::new() })
     }
 
-    /// A server listening on `bind` for up to `max_peers` connections.
+    /// A server listening on `bind` for up to `max_peers` connections, with a fresh key
+    /// pair and no password (tests, benchmarks).
     pub fn listen(bind: SocketAddr, max_peers: usize) -> io::Result<Self> {
-        // A few spare slots so that a full server can still say "full" to newcomers.
-        Self::with_socket(UdpSocket::bind(bind)?, max_peers + 4)
+        let security = ServerSecurity { identity: Identity::generate()?, password: None, max_sessions: 0 };
+        Self::listen_secure(bind, max_peers, security)
+    }
+
+    /// A server listening on `bind` for up to `max_peers` connections, proving `security`'s
+    /// identity and asking its password.
+    pub fn listen_secure(bind: SocketAddr, max_peers: usize, mut security: ServerSecurity) -> io::Result<Self> {
+        // A few spare slots so that a full server can still say "full" to newcomers, and
+        // room for handshakes in progress.
+        let peers = max_peers + 4;
+        security.max_sessions = security.max_sessions.max(peers * 2 + 16);
+        Self::with_socket(SecureSocket::server(UdpSocket::bind(bind)?, security)?, peers)
+    }
+
+    /// A client connecting to `server`, trusting whatever key it presents (tests).
+    pub fn connect(server: SocketAddr) -> io::Result<Self> {
+        Self::connect_secure(server, ClientSecurity { known: None, accept_new_key: false, password: None })
     }
 
     /// A client connecting to `server`; its only peer is the server.
-    pub fn connect(server: SocketAddr) -> io::Result<Self> {
+    pub fn connect_secure(server: SocketAddr, security: ClientSecurity) -> io::Result<Self> {
         // A loopback server is reached from a loopback socket; anything else from any address.
         let local: SocketAddr = match (server.ip().is_loopback(), server.is_ipv4()) {
             (true, true) => "127.0.0.1:0",
@@ -88,14 +69,25 @@ impl EnetTransport {
         }
         .parse()
         .expect("valid");
-        let mut t = Self::with_socket(UdpSocket::bind(local)?, 1)?;
+        let socket = SecureSocket::client(UdpSocket::bind(local)?, server, security);
+        let mut t = Self::with_socket(socket, 1)?;
         let peer = t.host.connect(server, CHANNEL_COUNT, 0).map_err(|e| io::Error::other(format!("{e:?}")))?;
         peer.set_timeout(32, PEER_TIMEOUT_MS / 2, PEER_TIMEOUT_MS);
         Ok(t)
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.host.socket().inner.local_addr()
+        self.host.socket().local_addr()
+    }
+
+    /// What the secure layer counted (drops, replays, handshakes, sessions).
+    pub fn security_stats(&self) -> SecureStats {
+        self.host.socket().stats.clone()
+    }
+
+    /// The key the server presented (client side).
+    pub fn server_key(&self) -> Option<[u8; 32]> {
+        self.host.socket().server_key()
     }
 }
 
@@ -162,8 +154,12 @@ impl Transport for EnetTransport {
     }
 
     fn wire_totals(&self) -> Option<(u64, u64)> {
-        let s = self.host.socket();
-        Some((s.sent, s.received))
+        let s = &self.host.socket().stats;
+        Some((s.bytes_sent, s.bytes_received))
+    }
+
+    fn failure(&mut self) -> Option<String> {
+        self.host.socket_mut().failure.take()
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod conditioner;
 pub mod enet;
 pub mod local;
+pub mod secure;
 
 pub use conditioner::{Conditioner, LinkProfile};
 pub use enet::EnetTransport;
@@ -64,9 +65,17 @@ pub trait Transport {
     fn wire_totals(&self) -> Option<(u64, u64)> {
         None
     }
+    /// Why the connection could not be made, in words for the player, once (the secure
+    /// layer refusing a changed server key, a wrong password).
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn failure(&mut self) -> Option<String> {
+        (**self).failure()
+    }
     fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
         (**self).send(peer, channel, data)
     }
