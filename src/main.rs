@@ -36,6 +36,10 @@ struct Cli {
     /// Players need not have these mods: the server sends what their game needs at join.
     #[arg(long = "mods", value_name = "DIR")]
     mods: Vec<PathBuf>,
+    /// Password players must give to join the dedicated server (never logged). Also read
+    /// from $HAILFIRE_PASSWORD, which keeps it out of the process list.
+    #[arg(long, env = "HAILFIRE_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
     /// Go straight to host-and-play.
     #[arg(long)]
     host: bool,
@@ -107,6 +111,13 @@ enum Command {
         /// when it differs from the installed one).
         #[arg(long)]
         no_cache: bool,
+        /// The server's password, if it has one ($HAILFIRE_PASSWORD also works).
+        #[arg(long, env = "HAILFIRE_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// Accept (and pin) the server's key even if it differs from the one pinned for
+        /// this address in known_servers.
+        #[arg(long)]
+        accept_new_key: bool,
     },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
@@ -171,6 +182,7 @@ fn main() -> ExitCode {
             exit_after: cli.exit_after,
             events_every_ticks: cli.event_every,
             mods: cli.mods,
+            password: cli.password.filter(|p| !p.is_empty()),
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
@@ -181,9 +193,27 @@ fn main() -> ExitCode {
         };
     }
     match cli.command {
-        Some(Command::Bot { join, count, seconds, plan, dungeon, name, leave_after, link, no_cache }) => {
+        Some(Command::Bot {
+            join,
+            count,
+            seconds,
+            plan,
+            dungeon,
+            name,
+            leave_after,
+            link,
+            no_cache,
+            password,
+            accept_new_key,
+        }) => {
             hailfire::logging::init(None);
-            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache)
+            let security = hailfire::net::secure::ClientSecurity {
+                known: hailfire::net::secure::KnownServers::default_path()
+                    .map(|path| hailfire::net::secure::KnownServers { path }),
+                accept_new_key,
+                password,
+            };
+            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security)
         }
         Some(Command::Mods { action: ModsAction::Check { paths, ticks } }) => mods_check(&paths, ticks),
         Some(Command::Mods { action: ModsAction::List }) => {
@@ -243,6 +273,7 @@ fn bot(
     leave_after: Option<f64>,
     link: String,
     no_cache: bool,
+    security: hailfire::net::secure::ClientSecurity,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
     let join = match hailfire::net::resolve(&join) {
@@ -277,7 +308,7 @@ fn bot(
     } else {
         hailfire::protocol::content::ContentCache::default_dir().map(hailfire::protocol::content::ContentCache::new)
     };
-    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache };
+    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache, security };
     let reports = hailfire::client::bot::run(&opts);
     let mut ok = reports.len() == count;
     for r in &reports {

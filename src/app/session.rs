@@ -30,6 +30,8 @@ pub struct Session {
     rates: (Instant, u64, u64, f32, f32),
     fire_cd: u32,
     pub banner: Option<(String, Instant)>,
+    /// The address joined (None when hosting).
+    pub addr: Option<String>,
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
     palette: Option<(ContentDigest, Palette)>,
@@ -47,9 +49,10 @@ impl Session {
         let host_info = server.as_ref().map(|s| {
             let port = s.addr.port();
             let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
+            let fp = &s.fingerprint;
             match lan {
-                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port})"),
-                None => format!("Hosting on UDP port {port}"),
+                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port}) · key {fp}"),
+                None => format!("Hosting on UDP port {port} · key {fp}"),
             }
         });
         Session {
@@ -65,6 +68,7 @@ impl Session {
             rates: (Instant::now(), 0, 0, 0.0, 0.0),
             fire_cd: 0,
             banner: None,
+            addr: None,
             last_roster: Vec::new(),
             palette: None,
         }
@@ -87,13 +91,27 @@ impl Session {
 
     /// Joins a friend: offers the content installed here; if the server's differs, it is
     /// taken from the cache or downloaded, and played for this session only.
-    pub fn join(content: &Content, name: &str, addr: &str) -> anyhow::Result<Session> {
+    pub fn join(
+        content: &Content,
+        name: &str,
+        addr: &str,
+        password: Option<String>,
+        accept_new_key: bool,
+    ) -> anyhow::Result<Session> {
         let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
-        let net = crate::net::EnetTransport::connect(sa)?;
+        let security = crate::net::secure::ClientSecurity {
+            known: crate::net::secure::KnownServers::default_path()
+                .map(|path| crate::net::secure::KnownServers { path }),
+            accept_new_key,
+            password: password.filter(|p| !p.is_empty()),
+        };
+        let net = crate::net::EnetTransport::connect_secure(sa, security)?;
         let installed = content.base_loaded().then(|| ClientContent::of(content));
         let cache = ContentCache::default_dir().map(ContentCache::new);
         let net: Box<dyn Transport> = Box::new(net);
-        Ok(Session::new(Client::new(net, name, installed).with_cache(cache), None))
+        let mut s = Session::new(Client::new(net, name, installed).with_cache(cache), None);
+        s.addr = Some(addr.to_string());
+        Ok(s)
     }
 
     /// The palette of the session's content (built once per content).

@@ -189,13 +189,23 @@ impl App {
     }
 
     fn end_session(&mut self, why: Option<String>) {
+        let mut addr = None;
         if let Some(mut s) = self.session.take() {
+            addr = s.addr.clone();
             s.close();
         }
         self.input.synthetic_escape = false;
         self.audio.music(Some(false));
+        // A changed server key: back to the Join page, with the choice to trust it.
+        let key_changed = why.as_deref().is_some_and(|w| w.contains("presented a different key"));
         self.menu.error = why;
-        self.menu.go(menu::Page::Main);
+        if let (true, Some(a)) = (key_changed, addr) {
+            self.menu.join_addr = a.clone();
+            self.menu.key_changed_for = Some(a);
+            self.menu.go(menu::Page::Join);
+        } else {
+            self.menu.go(menu::Page::Main);
+        }
     }
 
     /// One 60 Hz client tick.
@@ -482,8 +492,8 @@ impl App {
                     );
                     self.start_session(s, None);
                 }
-                menu::MenuAction::Join { addr } => {
-                    let s = Session::join(&self.content, &self.settings.name, &addr);
+                menu::MenuAction::Join { addr, password, accept_new_key } => {
+                    let s = Session::join(&self.content, &self.settings.name, &addr, Some(password), accept_new_key);
                     self.start_session(s, Some(addr));
                 }
                 menu::MenuAction::Quit => self.quit(el),
@@ -548,7 +558,7 @@ impl ApplicationHandler for App {
                 Session::host(&self.content, &self.settings.name, &self.settings.host_address, self.settings.host_port);
             self.start_session(s, None);
         } else if let Some(addr) = self.opts.join.clone() {
-            let s = Session::join(&self.content, &self.settings.name, &addr);
+            let s = Session::join(&self.content, &self.settings.name, &addr, None, false);
             self.start_session(s, Some(addr));
         }
         self.next_tick = Instant::now();

@@ -110,6 +110,8 @@ pub struct BotOptions {
     pub installed: Option<ClientContent>,
     /// Where received content is cached (None: not cached).
     pub cache: Option<ContentCache>,
+    /// Key pinning and the password for the server.
+    pub security: crate::net::secure::ClientSecurity,
 }
 
 /// One bot's outcome.
@@ -128,7 +130,7 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let mut bots: Vec<(Client<Box<dyn Transport>>, Brain)> = Vec::new();
     for i in 0..opts.count {
         let name = if opts.count == 1 { opts.name.clone() } else { format!("{}-{}", opts.name, i + 1) };
-        let net: Box<dyn Transport> = match EnetTransport::connect(opts.join) {
+        let net: Box<dyn Transport> = match EnetTransport::connect_secure(opts.join, opts.security.clone()) {
             Ok(e) if opts.link == LinkProfile::CLEAN => Box::new(e),
             Ok(e) => Box::new(Conditioner::new(e, opts.link, clock.clone(), 77 + i as u64)),
             Err(e) => {

@@ -12,6 +12,7 @@ use tracing::{info, warn};
 
 use super::{Server, ServerConfig};
 use crate::content::Content;
+use crate::net::secure::{Identity, ServerSecurity};
 use crate::net::{EnetTransport, Transport};
 use crate::sim::TICK_RATE;
 
@@ -24,6 +25,8 @@ pub struct DedicatedOptions {
     /// Extra mod folders (`--mods`, repeatable), each a mod or a folder of mods, loaded on
     /// top of the base content, `mods/` and the user's mods folder.
     pub mods: Vec<std::path::PathBuf>,
+    /// Players must give this password to join (None: anyone may).
+    pub password: Option<String>,
 }
 
 /// The fixed-rate loop shared by the dedicated and the listen server.
@@ -73,7 +76,16 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     for m in content.mods.iter().filter(|m| m.loaded) {
         info!(id = %m.id, version = %m.version, dir = %m.dir, "mod loaded");
     }
-    let net = EnetTransport::listen(opts.bind, opts.max_players)
+    let key_path = Identity::default_path().context("no data directory for the server's key")?;
+    let identity = Identity::load_or_create(&key_path)
+        .with_context(|| format!("reading or creating the server's key at {}", key_path.display()))?;
+    info!(fingerprint = %identity.fingerprint(), key = %key_path.display(), "server identity (players pin it on first join)");
+    println!("server key fingerprint: {}", identity.fingerprint());
+    if opts.password.is_some() {
+        info!("joining needs the server password");
+    }
+    let security = ServerSecurity { identity, password: opts.password.clone(), max_sessions: 0 };
+    let net = EnetTransport::listen_secure(opts.bind, opts.max_players, security)
         .with_context(|| format!("cannot listen on {} (is another server using the port?)", opts.bind))?;
     let addr = net.local_addr()?;
     let config = ServerConfig {

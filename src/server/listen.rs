@@ -11,6 +11,7 @@ use anyhow::Context;
 use super::dedicated::run_loop;
 use super::{Server, ServerConfig};
 use crate::content::Content;
+use crate::net::secure::{Identity, ServerSecurity};
 use crate::net::{EnetTransport, LocalListener, Multi, Transport};
 
 pub struct ListenServer {
@@ -18,6 +19,8 @@ pub struct ListenServer {
     pub addr: SocketAddr,
     /// How the host's own client connects.
     pub local: LocalListener,
+    /// The fingerprint of the key friends' games pin for this host.
+    pub fingerprint: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -26,13 +29,20 @@ impl ListenServer {
     pub fn start(content: Content, bind: SocketAddr, config: ServerConfig) -> anyhow::Result<ListenServer> {
         let local = LocalListener::new();
         let stop = Arc::new(AtomicBool::new(false));
+        // The same identity as a dedicated server on this machine: friends pin it once.
+        let identity = match Identity::default_path().map(|p| Identity::load_or_create(&p)) {
+            Some(Ok(id)) => id,
+            _ => Identity::generate().context("making a key pair for this host")?,
+        };
+        let fingerprint = identity.fingerprint();
+        let security = ServerSecurity { identity, password: None, max_sessions: 0 };
         let (tx, rx) = mpsc::channel();
         let (l2, s2) = (local.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("hailfire-server".into())
             .spawn(move || {
                 // The ENet host is not Send: it is made on the thread that runs it.
-                let enet = match EnetTransport::listen(bind, config.max_players) {
+                let enet = match EnetTransport::listen_secure(bind, config.max_players, security) {
                     Ok(e) => e,
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -48,7 +58,7 @@ impl ListenServer {
             .context("starting the server thread")?;
         let addr =
             rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
-        Ok(ListenServer { addr, local, stop, thread: Some(thread) })
+        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread) })
     }
 
     pub fn stop(&mut self) {

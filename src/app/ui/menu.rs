@@ -21,6 +21,10 @@ pub enum Page {
 pub struct MenuState {
     pub page: Page,
     pub join_addr: String,
+    /// The server password typed on the Join page (kept for this run only, never saved).
+    pub join_password: String,
+    /// The last join failed on a changed server key: offer to trust the new one.
+    pub key_changed_for: Option<String>,
     /// Waiting for the next input to bind to this action.
     pub rebinding: Option<Action>,
     /// A failure to show on top of the menu.
@@ -34,6 +38,8 @@ pub enum MenuAction {
     Host,
     Join {
         addr: String,
+        password: String,
+        accept_new_key: bool,
     },
     Quit,
     SettingsChanged,
@@ -130,10 +136,35 @@ pub fn main_menu(
                             action = Some(MenuAction::SettingsChanged);
                         }
                     });
+                    ui.horizontal(|ui| {
+                        ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
+                        ui.label("Password (if the server has one)");
+                        ui.add(egui::TextEdit::singleline(&mut st.join_password).password(true).desired_width(140.0));
+                    });
                     ui.add_space(8.0);
                     let can = !st.join_addr.trim().is_empty() && !settings.name.trim().is_empty();
                     if ui.add_enabled(can, big("Connect")).clicked() {
-                        action = Some(MenuAction::Join { addr: st.join_addr.trim().to_string() });
+                        action = Some(MenuAction::Join {
+                            addr: st.join_addr.trim().to_string(),
+                            password: st.join_password.clone(),
+                            accept_new_key: false,
+                        });
+                    }
+                    if let Some(addr) = st.key_changed_for.clone() {
+                        ui.label(
+                            RichText::new(
+                                "Only trust a new key if the server's owner told you it changed (compare the fingerprint they see in their menu).",
+                            )
+                            .color(Color32::from_rgb(255, 200, 150)),
+                        );
+                        if ui.add(big("Trust the new key and join")).clicked() {
+                            st.key_changed_for = None;
+                            action = Some(MenuAction::Join {
+                                addr,
+                                password: st.join_password.clone(),
+                                accept_new_key: true,
+                            });
+                        }
                     }
                     if !settings.recent_servers.is_empty() {
                         ui.add_space(10.0);
@@ -141,7 +172,11 @@ pub fn main_menu(
                         for s in settings.recent_servers.clone() {
                             if ui.button(&s).clicked() {
                                 st.join_addr = s.clone();
-                                action = Some(MenuAction::Join { addr: s });
+                                action = Some(MenuAction::Join {
+                                    addr: s,
+                                    password: st.join_password.clone(),
+                                    accept_new_key: false,
+                                });
                             }
                         }
                     }

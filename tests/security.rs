@@ -1,0 +1,291 @@
+//! The secure layer under ENet, over real UDP sockets on 127.0.0.1: nothing readable on
+//! the wire, tampered/replayed/truncated datagrams dropped and counted, server keys pinned
+//! on first use and a changed key refused, passwords proven without being sent, and
+//! honest players joining while the port is flooded.
+
+use std::cell::RefCell;
+use std::net::{SocketAddr, UdpSocket};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use hailfire::client::{Client, InputSample, Phase};
+use hailfire::content::{self, Content, ModRoot};
+use hailfire::net::secure::{ClientSecurity, Identity, KnownServers, ServerSecurity};
+use hailfire::net::{EnetTransport, Transport};
+use hailfire::protocol::content::ClientContent;
+use hailfire::server::{Server, ServerConfig};
+
+fn base() -> Content {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    assert!(c.base_loaded());
+    c
+}
+
+fn server(c: &Content, bind: &str, identity: Identity, password: Option<&str>) -> Server<EnetTransport> {
+    let sec = ServerSecurity { identity, password: password.map(str::to_string), max_sessions: 0 };
+    let net = EnetTransport::listen_secure(bind.parse().unwrap(), 8, sec).unwrap();
+    Server::new(c, net, ServerConfig::default())
+}
+
+fn client(c: &Content, to: SocketAddr, name: &str, sec: ClientSecurity) -> Client<Box<dyn Transport>> {
+    let net: Box<dyn Transport> = Box::new(EnetTransport::connect_secure(to, sec).unwrap());
+    Client::new(net, name, Some(ClientContent::of(c)))
+}
+
+fn open() -> ClientSecurity {
+    ClientSecurity { known: None, accept_new_key: false, password: None }
+}
+
+/// Ticks the server and the clients in real time until every client has joined or
+/// failed, or `secs` pass. `extra` runs each tick (relays, floods).
+fn run(s: &mut Server<EnetTransport>, clients: &mut [Client<Box<dyn Transport>>], secs: f64, mut extra: impl FnMut()) {
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() < secs {
+        let now = start.elapsed().as_secs_f64() * 1000.0;
+        for c in clients.iter_mut() {
+            c.update(now, InputSample::default());
+        }
+        s.tick();
+        extra();
+        if clients.iter().all(|c| c.is_joined() || matches!(c.phase, Phase::Failed(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(4));
+    }
+}
+
+type Meddle = Box<dyn FnMut(usize, &[u8]) -> Vec<Vec<u8>>>;
+
+/// A UDP relay between a client and a server that records every datagram and may change
+/// them on the way (the man in the middle).
+struct Relay {
+    sock: UdpSocket,
+    server: SocketAddr,
+    client: Option<SocketAddr>,
+    seen: Vec<Vec<u8>>,
+    /// Applied to client->server datagrams: may return extra datagrams to send too.
+    meddle: Meddle,
+    count: usize,
+}
+
+impl Relay {
+    fn new(server: SocketAddr, meddle: Meddle) -> Relay {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_nonblocking(true).unwrap();
+        Relay { sock, server, client: None, seen: Default::default(), meddle, count: 0 }
+    }
+    fn addr(&self) -> SocketAddr {
+        self.sock.local_addr().unwrap()
+    }
+    fn pump(&mut self) {
+        let mut buf = [0u8; 4096];
+        while let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+            let d = buf[..n].to_vec();
+            self.seen.push(d.clone());
+            if from == self.server {
+                if let Some(c) = self.client {
+                    let _ = self.sock.send_to(&d, c);
+                }
+            } else {
+                self.client = Some(from);
+                self.count += 1;
+                for out in (self.meddle)(self.count, &d) {
+                    let _ = self.sock.send_to(&out, self.server);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_wire_carries_nothing_readable() {
+    let c = base();
+    let mut s = server(&c, "127.0.0.1:0", Identity::generate().unwrap(), None);
+    let relay = Rc::new(RefCell::new(Relay::new(s.net.local_addr().unwrap(), Box::new(|_, d| vec![d.to_vec()]))));
+    let to = relay.borrow().addr();
+    let mut cl = vec![client(&c, to, "PlaintextCanary", open())];
+    let r = relay.clone();
+    run(&mut s, &mut cl, 10.0, move || r.borrow_mut().pump());
+    assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
+    // Play a little so snapshots and inputs cross too.
+    let r = relay.clone();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        cl[0].update(start.elapsed().as_secs_f64() * 1000.0 + 10_000.0, InputSample::default());
+        s.tick();
+        r.borrow_mut().pump();
+        std::thread::sleep(Duration::from_millis(4));
+    }
+    let relay = relay.borrow();
+    let seen = &relay.seen;
+    assert!(seen.len() > 50, "traffic was captured ({} datagrams)", seen.len());
+    let canary = b"PlaintextCanary";
+    for d in seen.iter() {
+        assert!(!d.windows(canary.len()).any(|w| w == canary), "the player's name crossed in clear");
+        assert!(!d.windows(3).any(|w| w == b"HFC"), "content crossed in clear");
+    }
+    assert!(s.world.player_count() == 1, "and the name did reach the server, sealed");
+    assert!(s.world.instances.values().any(|i| i.players.iter().any(|p| p.name == "PlaintextCanary")));
+}
+
+#[test]
+fn tampered_replayed_and_truncated_datagrams_are_dropped_and_counted() {
+    let c = base();
+    let mut s = server(&c, "127.0.0.1:0", Identity::generate().unwrap(), None);
+    // From the 12th datagram on (past the handshake), meddle with some: flip a byte, send a
+    // copy again (replay), cut one short, and pass the rest through untouched.
+    let meddle = Box::new(|k: usize, d: &[u8]| -> Vec<Vec<u8>> {
+        if k < 12 || d[0] != 8 {
+            return vec![d.to_vec()];
+        }
+        match k % 10 {
+            0 => {
+                let mut t = d.to_vec();
+                let i = t.len() / 2;
+                t[i] ^= 0x40;
+                vec![t, d.to_vec()]
+            }
+            3 => vec![d.to_vec(), d.to_vec()],
+            6 => vec![d[..d.len() - 5].to_vec(), d.to_vec()],
+            _ => vec![d.to_vec()],
+        }
+    });
+    let relay = Rc::new(RefCell::new(Relay::new(s.net.local_addr().unwrap(), meddle)));
+    let to = relay.borrow().addr();
+    let mut cl = vec![client(&c, to, "steady", open())];
+    let r = relay.clone();
+    run(&mut s, &mut cl, 10.0, move || r.borrow_mut().pump());
+    assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        cl[0].update(start.elapsed().as_secs_f64() * 1000.0 + 10_000.0, InputSample::default());
+        s.tick();
+        relay.borrow_mut().pump();
+        std::thread::sleep(Duration::from_millis(4));
+    }
+    let st = s.net.security_stats();
+    assert!(st.dropped >= 5, "tampered and truncated datagrams were dropped: {st:?}");
+    assert!(st.replayed >= 3, "replays were refused: {st:?}");
+    assert_eq!(s.stats.malformed, 0, "none of them reached the message decoder");
+    assert!(cl[0].is_joined(), "and the honest session carried on");
+}
+
+#[test]
+fn a_changed_server_key_is_refused_until_accepted() {
+    let c = base();
+    let dir = tempfile::tempdir().unwrap();
+    let known = KnownServers { path: dir.path().join("known_servers") };
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let bind = format!("127.0.0.1:{port}");
+    let to: SocketAddr = bind.parse().unwrap();
+    let pinning = |accept: bool| ClientSecurity { known: Some(known.clone()), accept_new_key: accept, password: None };
+    {
+        let mut s = server(&c, &bind, Identity::generate().unwrap(), None);
+        let mut cl = vec![client(&c, to, "first", pinning(false))];
+        run(&mut s, &mut cl, 10.0, || {});
+        assert!(cl[0].is_joined(), "first contact pins the key: {:?}", cl[0].phase);
+        cl[0].disconnect();
+        s.shutdown();
+    }
+    assert!(std::fs::read_to_string(&known.path).unwrap().contains(&to.to_string()));
+    let impostor = Identity::generate().unwrap();
+    let fp = impostor.fingerprint();
+    let mut s = server(&c, &bind, impostor, None);
+    let mut cl = vec![client(&c, to, "second", pinning(false))];
+    run(&mut s, &mut cl, 10.0, || {});
+    match &cl[0].phase {
+        Phase::Failed(why) => {
+            assert!(why.contains("different key") && why.contains(&fp) && why.contains("--accept-new-key"), "{why}")
+        }
+        other => panic!("a changed key was accepted: {other:?}"),
+    }
+    assert_eq!(s.world.player_count(), 0);
+    let mut cl = vec![client(&c, to, "third", pinning(true))];
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(cl[0].is_joined(), "accepting the new key joins: {:?}", cl[0].phase);
+    let mut cl = vec![client(&c, to, "fourth", pinning(false))];
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(cl[0].is_joined(), "and it is pinned from now on: {:?}", cl[0].phase);
+}
+
+#[test]
+fn a_password_is_proven_never_sent_and_guesses_are_limited() {
+    let c = base();
+    let mut s = server(&c, "127.0.0.1:0", Identity::generate().unwrap(), Some("hunter2"));
+    let to = s.net.local_addr().unwrap();
+    let with = |p: Option<&str>| ClientSecurity { known: None, accept_new_key: false, password: p.map(str::to_string) };
+    let mut cl = vec![client(&c, to, "nopass", with(None))];
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(matches!(&cl[0].phase, Phase::Failed(w) if w.contains("wrong password")), "{:?}", cl[0].phase);
+    // The right password, through a recording relay: it never appears on the wire.
+    let relay = Rc::new(RefCell::new(Relay::new(to, Box::new(|_, d| vec![d.to_vec()]))));
+    let via = relay.borrow().addr();
+    let mut cl = vec![client(&c, via, "friend", with(Some("hunter2")))];
+    let r = relay.clone();
+    run(&mut s, &mut cl, 10.0, move || r.borrow_mut().pump());
+    assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
+    let relay = relay.borrow();
+    assert!(!relay.seen.iter().any(|d| d.windows(7).any(|w| w == b"hunter2")));
+    // Wrong guesses from one address: refused, then not even answered.
+    for k in 0..6 {
+        let mut cl = vec![client(&c, to, "guesser", with(Some(&format!("guess{k}"))))];
+        run(&mut s, &mut cl, 10.0, || {});
+        assert!(matches!(cl[0].phase, Phase::Failed(_)));
+    }
+    assert_eq!(
+        s.net.security_stats().refused_passwords,
+        hailfire::net::secure::MAX_PASSWORD_GUESSES_PER_MINUTE as u64,
+        "after five wrong passwords in a minute (the first join without one counts), later guesses are not even heard"
+    );
+    let mut cl = vec![client(&c, to, "late", with(Some("hunter2")))];
+    run(&mut s, &mut cl, 3.0, || {});
+    assert!(!cl[0].is_joined(), "after five wrong guesses a minute, this address waits");
+}
+
+#[test]
+fn honest_players_join_while_the_port_is_flooded_and_state_stays_bounded() {
+    let c = base();
+    let mut s = server(&c, "127.0.0.1:0", Identity::generate().unwrap(), None);
+    let to = s.net.local_addr().unwrap();
+    // Plain ENet hosts hammering the port (old clients, or a slot-exhaustion tool).
+    let mut plain: Vec<rusty_enet::Host<UdpSocket>> = (0..24)
+        .map(|_| {
+            let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let mut h = rusty_enet::Host::new(sock, rusty_enet::HostSettings::default()).unwrap();
+            let _ = h.connect(to, 4, 0);
+            h
+        })
+        .collect();
+    // Handshake starts from many sources (they get cookies, never state), Hellos with
+    // forged cookies, and random bytes.
+    let junk: Vec<UdpSocket> = (0..16).map(|_| UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
+    let mut rng = hailfire::sim::rng::Rng::new(9);
+    let mut flood = move || {
+        for h in plain.iter_mut() {
+            let _ = h.service();
+        }
+        for (k, j) in junk.iter().enumerate() {
+            let mut init = vec![1u8, 1];
+            init.resize(64, 0);
+            let _ = j.send_to(&init, to);
+            let mut hello = vec![3u8, 1];
+            hello.extend((0..126).map(|_| rng.next_u64() as u8));
+            let _ = j.send_to(&hello, to);
+            let n = 1 + (rng.next_u64() % 1200) as usize;
+            let d: Vec<u8> = (0..n).map(|_| (rng.next_u64() >> (k % 8)) as u8).collect();
+            let _ = j.send_to(&d, to);
+        }
+    };
+    let mut cl = vec![client(&c, to, "honest-1", open()), client(&c, to, "honest-2", open())];
+    run(&mut s, &mut cl, 15.0, &mut flood);
+    assert!(cl.iter().all(|c| c.is_joined()), "{:?}", cl.iter().map(|c| c.phase.clone()).collect::<Vec<_>>());
+    for _ in 0..100 {
+        flood();
+        s.tick();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let st = s.net.security_stats();
+    assert!(st.sessions <= 2, "only the honest players hold sessions: {st:?}");
+    assert!(st.cookies_sent > 100 && st.dropped > 1000, "the flood was answered statelessly and dropped: {st:?}");
+    assert_eq!(s.connected_players(), 2);
+}
