@@ -842,3 +842,36 @@ fn a_tick_with_more_events_than_one_packet_holds_reaches_the_client_whole() {
     assert_eq!(lost, 0, "{lost} of {} bullets never reached the client", server.len());
     assert_eq!(st.clients[0].stats.malformed, 0);
 }
+
+#[test]
+fn a_peer_that_floods_a_channel_is_limited_then_cut_off() {
+    let (mut s, l, c) = raw_server();
+    let mut r = Raw::new(&l);
+    s.tick();
+    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    for _ in 0..5 {
+        s.tick();
+    }
+    r.pump();
+    assert!(r.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
+    // 300 input packets within one second: the first 240 are heard, the rest dropped.
+    let t = s.world.tick;
+    for k in 0..300 {
+        r.send(CH_INPUT, &input(t + 1 + (k % 3), 0));
+    }
+    s.tick();
+    r.pump();
+    assert_eq!(s.stats.rate_limited, 300 - hailfire::server::MAX_INPUT_PACKETS_PER_SECOND as u64);
+    assert!(!r.closed, "over the limit is dropped, not yet cut off");
+    // Three times the limit: cut off, with the reason.
+    for k in 0..800 {
+        r.send(CH_INPUT, &input(t + 1 + (k % 3), 0));
+    }
+    s.tick();
+    r.pump();
+    assert!(r.closed);
+    assert!(r
+        .got
+        .iter()
+        .any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("too fast"))));
+}

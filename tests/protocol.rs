@@ -13,7 +13,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 3, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 4, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -21,10 +21,10 @@ fn golden_hello() {
     let mut d = [0u8; 32];
     d[0] = 0xab;
     d[31] = 0xcd;
-    let m = ClientMsg::Hello { version: 3, content: ContentDigest(d), name: "Ann".into() };
+    let m = ClientMsg::Hello { version: 4, content: ContentDigest(d), name: "Ann".into() };
     assert_eq!(
         hex(&m.encode()),
-        "01 03 00 ab 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 cd 03 41 6e 6e"
+        "01 04 00 ab 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 cd 03 41 6e 6e"
     );
     assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
 }

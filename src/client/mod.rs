@@ -173,7 +173,7 @@ pub struct Client<T: Transport> {
 }
 
 /// Shown when a server never answers.
-pub const NO_ANSWER: &str = "no answer from the server within 8 seconds: check the address and port";
+pub const NO_ANSWER: &str = "no answer from the server within 8 seconds: check the address and port (a server running a much older Hailfire, without encryption, does not answer either)";
 
 impl<T: Transport> Client<T> {
     /// A client offering `installed` content (None: a client with no content of its own,

@@ -67,6 +67,8 @@ pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
 /// How often a client repeats an unanswered handshake packet.
 const RETRY: Duration = Duration::from_millis(400);
 const REPLAY_WINDOW: u64 = 1024;
+// No amplification: before an address is verified, no answer is larger than its request.
+const _: () = assert!(2 + 16 <= INIT_LEN && 1 + 96 <= HELLO_LEN && 18 + 32 <= HELLO_LEN);
 
 /// What a server has to prove who it is: its static key pair.
 #[derive(Clone)]

@@ -24,7 +24,10 @@ pub use wire::DecodeError;
 ///   `ContentReady` before it is let in. Reject code 2 now means "content timed out".
 ///   Golden simulation hashes pinned: transcendental functions are the portable `libm`
 ///   ones, so bullets turn with musl's `sincosf` bits on every platform.
-pub const PROTOCOL_VERSION: u16 = 3;
+/// - 4: every datagram is sealed below ENet (`net::secure`: a Noise NX handshake after a
+///   stateless cookie, then ChaCha20-Poly1305 with a replay window). The messages above
+///   are unchanged; a version-3 game cannot reach a version-4 server at all.
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -29,6 +29,11 @@ pub const CONTENT_CHUNKS_PER_TICK: usize = 8;
 /// Most events in one `Events` packet: at most ~32 bytes each, so a packet stays well
 /// under `MAX_PACKET` however busy the tick.
 pub const EVENTS_PER_PACKET: usize = 1000;
+/// Packets a peer may send per second on each channel (input at 60 Hz with room for
+/// bursts; control traffic is a handful at join). Over the limit they are dropped; at
+/// three times the limit the peer is disconnected and logged.
+pub const MAX_INPUT_PACKETS_PER_SECOND: u32 = 240;
+pub const MAX_CONTROL_PACKETS_PER_SECOND: u32 = 30;
 /// Malformed packets tolerated from one peer before it is disconnected.
 pub const MAX_MALFORMED: u32 = 64;
 
@@ -72,6 +77,9 @@ struct Peer {
     instance: Option<InstanceId>,
     malformed: u32,
     inputs_dropped: u32,
+    /// Tick the current rate window began, and packets per channel in it.
+    rate_since: u32,
+    rate: [u32; CHANNEL_COUNT],
 }
 
 /// Counters a host or a test can read.
@@ -80,6 +88,8 @@ pub struct ServerStats {
     pub malformed: u64,
     pub inputs_dropped: u64,
     pub rejected: u64,
+    /// Packets dropped (or peers cut off) for going over the per-channel rate limits.
+    pub rate_limited: u64,
     /// Content transfers started, and compressed bytes sent in them.
     pub content_transfers: u64,
     pub content_bytes: u64,
@@ -176,6 +186,28 @@ impl<T: Transport> Server<T> {
     }
 
     fn on_packet(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
+        let now = self.world.tick;
+        let Some(p) = self.peers.get_mut(&peer) else { return };
+        if now.saturating_sub(p.rate_since) >= TICK_RATE {
+            p.rate_since = now;
+            p.rate = [0; CHANNEL_COUNT];
+        }
+        let limit = match channel {
+            CH_INPUT => MAX_INPUT_PACKETS_PER_SECOND,
+            _ => MAX_CONTROL_PACKETS_PER_SECOND,
+        };
+        if let Some(n) = p.rate.get_mut(channel as usize) {
+            *n += 1;
+            if *n > limit * 3 {
+                warn!(peer, channel, "disconnecting a peer that sends too fast");
+                self.stats.rate_limited += 1;
+                return self.drop_peer(peer, Some(RejectReason::Kicked { reason: "sending too fast".into() }));
+            }
+            if *n > limit {
+                self.stats.rate_limited += 1;
+                return;
+            }
+        }
         let Some(p) = self.peers.get(&peer) else { return };
         match (&p.state, channel) {
             (PeerState::Handshake { .. }, CH_CONTROL) => self.on_hello(peer, data),
@@ -290,6 +322,8 @@ impl<T: Transport> Server<T> {
                             instance: None,
                             malformed: 0,
                             inputs_dropped: 0,
+                            rate_since: since,
+                            rate: [0; CHANNEL_COUNT],
                         },
                     );
                 }
