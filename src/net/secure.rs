@@ -68,7 +68,9 @@ pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
 const RETRY: Duration = Duration::from_millis(400);
 const REPLAY_WINDOW: u64 = 1024;
 // No amplification: before an address is verified, no answer is larger than its request.
-const _: () = assert!(2 + 16 <= INIT_LEN && 1 + 96 <= HELLO_LEN && 18 + 32 <= HELLO_LEN);
+const COOKIE_LEN: usize = 2 + 16;
+const WELCOME_LEN: usize = 1 + 96;
+const _: () = assert!(COOKIE_LEN <= INIT_LEN && WELCOME_LEN <= HELLO_LEN);
 
 /// What a server has to prove who it is: its static key pair.
 #[derive(Clone)]
