@@ -847,6 +847,39 @@ impl enet::Socket for SecureSocket {
     }
 }
 
+/// For `cargo fuzz` only: a server-side secure socket fed datagrams directly.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    use super::*;
+
+    pub struct Harness {
+        sock: SecureSocket,
+        out: Box<[u8; enet::MTU_MAX]>,
+    }
+
+    impl Default for Harness {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Harness {
+        pub fn new() -> Self {
+            let id = Identity::generate().expect("key pair");
+            let udp = UdpSocket::bind("127.0.0.1:0").expect("loopback socket");
+            udp.set_nonblocking(true).expect("non-blocking");
+            let sec = ServerSecurity { identity: id, password: None, max_sessions: 64 };
+            Harness { sock: SecureSocket::server(udp, sec).expect("socket"), out: Box::new([0; enet::MTU_MAX]) }
+        }
+
+        /// One datagram from 127.0.0.2:`10000 + port`; what ENet would receive, if anything.
+        pub fn feed(&mut self, port: u8, data: &[u8]) -> Option<usize> {
+            let from = SocketAddr::from(([127, 0, 0, 2], 10_000 + port as u16));
+            self.sock.server_packet(from, data, &mut self.out)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
