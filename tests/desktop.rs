@@ -164,6 +164,7 @@ impl Game {
             .args(args)
             .env("DISPLAY", &x.display)
             .env("HAILFIRE_CONFIG_DIR", cfg)
+            .env("HAILFIRE_DATA_DIR", cfg)
             .env("XDG_RUNTIME_DIR", &rt)
             .env("HAILFIRE_LOG_FILE", cfg.join("game.log"))
             .env_remove("WAYLAND_DISPLAY")

@@ -48,8 +48,31 @@ fn player_id(log: &str, name: &str) -> Option<String> {
     l.split("player=").nth(1).map(|r| r.split(' ').next().unwrap_or("").to_string())
 }
 
-fn bot(port: u16, args: &[&str]) -> Child {
-    Command::new(exe())
+/// The game's binary with its data directory (server key, known servers) in `data`, so
+/// that tests running at once never share keys or pins.
+fn hf(data: &Path) -> Command {
+    let mut c = Command::new(exe());
+    c.env("HAILFIRE_DATA_DIR", data).env("XDG_CACHE_HOME", data.join("cache"));
+    c
+}
+
+/// A dedicated server on 127.0.0.1:`port` logging to `log`, with `extra` arguments.
+fn dedicated(data: &Path, port: u16, log: &Path, extra: &[&std::ffi::OsStr]) -> Child {
+    let c = hf(data)
+        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .env("HAILFIRE_LOG_FILE", log)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(log, &|s| s.contains("dedicated server listening"), 20);
+    c
+}
+
+fn bot(data: &Path, port: u16, args: &[&str]) -> Child {
+    hf(data)
         .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dungeon"])
         .args(args)
         .stdout(Stdio::piped())
@@ -79,19 +102,12 @@ fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let port = free_port();
-    let mut server = Command::new(exe())
-        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--max-players", "8"])
-        .env("HAILFIRE_LOG_FILE", &log)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    let d = dir.path();
+    let mut server = dedicated(d, port, &log, &["--max-players".as_ref(), "8".as_ref()]);
 
-    let stayer = bot(port, &["--name", "stayer", "--seconds", "24"]);
-    let victim = bot(port, &["--name", "victim", "--seconds", "60"]);
-    let leaver = bot(port, &["--name", "leaver", "--seconds", "18", "--leave-after", "10"]);
+    let stayer = bot(d, port, &["--name", "stayer", "--seconds", "24"]);
+    let victim = bot(d, port, &["--name", "victim", "--seconds", "60"]);
+    let leaver = bot(d, port, &["--name", "leaver", "--seconds", "18", "--leave-after", "10"]);
 
     // Wait until the victim is in the dungeon, then kill it without warning.
     let s = wait_for(&log, &|s| player_id(s, "victim").is_some(), 20);
@@ -144,8 +160,8 @@ fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
 fn a_headless_bot_joining_nothing_exits_non_zero_within_8_seconds() {
     let port = free_port();
     let start = Instant::now();
-    let out =
-        Command::new(exe()).args(["bot", "--join", &format!("127.0.0.1:{port}"), "--seconds", "20"]).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = hf(dir.path()).args(["bot", "--join", &format!("127.0.0.1:{port}"), "--seconds", "20"]).output().unwrap();
     let took = start.elapsed();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_ne!(out.status.code(), Some(0), "{text}");
@@ -158,14 +174,7 @@ fn garbage_aimed_at_the_udp_port_does_not_stop_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let port = free_port();
-    let mut server = Command::new(exe())
-        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
-        .env("HAILFIRE_LOG_FILE", &log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    let mut server = dedicated(dir.path(), port, &log, &[]);
     // Random datagrams, and datagrams shaped like ENet commands with hostile lengths and
     // fragment fields, from many source ports.
     let mut rng = hailfire::sim::rng::Rng::new(77);
@@ -187,7 +196,7 @@ fn garbage_aimed_at_the_udp_port_does_not_stop_the_server() {
     // The server is still alive and still serves a real client.
     std::thread::sleep(Duration::from_millis(500));
     assert!(server.try_wait().unwrap().is_none(), "the server died:\n{}", read(&log));
-    let out = Command::new(exe()).args(["bot", "--join", &target, "--seconds", "4", "--plan", "hub"]).output().unwrap();
+    let out = hf(dir.path()).args(["bot", "--join", &target, "--seconds", "4", "--plan", "hub"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", read(&log));
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
@@ -202,20 +211,11 @@ fn a_dedicated_server_with_extra_mods_serves_a_stock_bot_that_fights_in_the_mods
     let log = dir.path().join("server.log");
     let cache = dir.path().join("bot-cache");
     let port = free_port();
-    let mut server = Command::new(exe())
-        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--mods"])
-        .arg(&mods)
-        .env("HAILFIRE_LOG_FILE", &log)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    let mut server = dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str()]);
     assert!(read(&log).contains("id=vps"), "the server loaded the extra mod folder:\n{}", read(&log));
     // The bot runs from this checkout, which has no such mod, and a fresh cache.
     let run = || {
-        Command::new(exe())
+        hf(dir.path())
             .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", "vps_pit", "--seconds", "12"])
             .env("XDG_CACHE_HOME", &cache)
             .output()
@@ -276,19 +276,10 @@ fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() 
     .unwrap();
     let log = dir.path().join("server.log");
     let port = free_port();
-    let mut server = Command::new(exe())
-        .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}"), "--mods"])
-        .arg(&mods)
-        .env("HAILFIRE_LOG_FILE", &log)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&log, &|s| s.contains("dedicated server listening"), 20);
+    let mut server = dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str()]);
     let cache = dir.path().join("cache");
     let bot_in = |dungeon: &str, name: &str| {
-        Command::new(exe())
+        hf(dir.path())
             .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", dungeon, "--seconds", "12"])
             .args(["--name", name])
             .env("XDG_CACHE_HOME", &cache)

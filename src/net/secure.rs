@@ -104,7 +104,15 @@ impl Identity {
         }
         let mut text = to_hex(&id.private);
         text.push_str(&to_hex(&id.public));
-        write_private(path, &text)?;
+        // Written aside and renamed into place: a reader never sees half a key, and when
+        // two servers start at once, the first key on disk is the one both use.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        write_private(&tmp, &text)?;
+        if std::fs::hard_link(&tmp, path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return Self::load_or_create(path);
+        }
+        let _ = std::fs::remove_file(&tmp);
         Ok(id)
     }
 
@@ -311,6 +319,17 @@ impl Keys {
 enum Drop {
     Bad,
     Replay,
+}
+
+impl SecureStats {
+    /// Counts a datagram that was not let through.
+    fn count(&mut self, d: Drop) -> Option<usize> {
+        match d {
+            Drop::Bad => self.dropped += 1,
+            Drop::Replay => self.replayed += 1,
+        }
+        None
+    }
 }
 
 // ---------------------------------------------------------------- server side
@@ -593,19 +612,9 @@ impl SecureSocket {
             }
             (T_DATA, ClientPhase::Ready(keys)) => match keys.open(data, out) {
                 Ok(n) => Some(n),
-                Err(Drop::Replay) => {
-                    self.stats.replayed += 1;
-                    None
-                }
-                Err(Drop::Bad) => {
-                    self.stats.dropped += 1;
-                    None
-                }
+                Err(d) => self.stats.count(d),
             },
-            _ => {
-                self.stats.dropped += 1;
-                None
-            }
+            _ => self.stats.count(Drop::Bad),
         }
     }
 
@@ -759,20 +768,10 @@ impl SecureSocket {
                         }
                         Some(n)
                     }
-                    Err(Drop::Replay) => {
-                        self.stats.replayed += 1;
-                        None
-                    }
-                    Err(Drop::Bad) => {
-                        self.stats.dropped += 1;
-                        None
-                    }
+                    Err(d) => self.stats.count(d),
                 }
             }
-            _ => {
-                self.stats.dropped += 1;
-                None
-            }
+            _ => self.stats.count(Drop::Bad),
         }
     }
 
