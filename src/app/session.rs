@@ -51,8 +51,8 @@ impl Session {
             let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
             let fp = &s.fingerprint;
             match lan {
-                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port}) · key {fp}"),
-                None => format!("Hosting on UDP port {port} · key {fp}"),
+                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port}) · key fingerprint {fp}"),
+                None => format!("Hosting on UDP port {port} · key fingerprint {fp}"),
             }
         });
         Session {

@@ -566,7 +566,7 @@ impl SecureSocket {
                         Ok(Pin::Changed { pinned }) => {
                             let why = format!(
                                 "the server at {addr} presented a different key (fingerprint {}) from the one pinned for it ({pinned}). \
-                                 If its owner changed it, accept the new key (bot: --accept-new-key); otherwise someone may be impersonating it",
+                                 If its owner changed it, accept the new key (the Join page's 'Trust the new key', or the bot's --accept-new-key); otherwise someone may be impersonating it",
                                 fingerprint(&key)
                             );
                             self.fail(why);
