@@ -316,6 +316,7 @@ fn numbers_that_would_panic_or_escape_are_refused_at_load_with_their_line() {
     assert_eq!((p.x, p.y), (100.0, 100.0));
 }
 
+#[cfg(unix)]
 #[test]
 fn the_loader_reads_only_regular_utf8_files_of_bounded_size() {
     let d = tempfile::tempdir().unwrap();

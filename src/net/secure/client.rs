@@ -1,0 +1,182 @@
+//! The client's side of the secure layer: the handshake with retries, pinning the
+//! server's key, proving the password, and sealed data in.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use rusty_enet as enet;
+use snow::{Builder, HandshakeState};
+
+use super::*;
+
+/// How a client checks the server it reaches.
+#[derive(Clone, Debug)]
+pub struct ClientSecurity {
+    /// Where pinned keys live (None: trust any key, for tests and in-process links).
+    pub known: Option<KnownServers>,
+    /// Accept (and pin) a key that differs from the pinned one.
+    pub accept_new_key: bool,
+    pub password: Option<String>,
+}
+
+pub(super) enum ClientPhase {
+    Start,
+    Init { sent: Instant },
+    Hello { hs: Box<HandshakeState>, packet: Vec<u8>, sent: Instant },
+    Confirm { keys: Keys, proof: [u8; 32], sent: Instant },
+    Ready(Keys),
+    Failed,
+}
+
+pub(super) struct ClientSide {
+    pub(super) cfg: ClientSecurity,
+    pub(super) server: SocketAddr,
+    pub(super) phase: ClientPhase,
+    /// ENet datagrams waiting for the session.
+    pub(super) queue: VecDeque<Vec<u8>>,
+    pub server_key: Option<[u8; 32]>,
+}
+
+impl SecureSocket {
+    /// Client: moves the handshake on (first packet, retries).
+    pub(super) fn client_tick(&mut self) {
+        let Side::Client(c) = &mut self.side else { return };
+        let server = c.server;
+        let now = Instant::now();
+        let mut out: Option<Vec<u8>> = None;
+        match &mut c.phase {
+            ClientPhase::Start => {
+                c.phase = ClientPhase::Init { sent: now };
+                out = Some(init_packet());
+            }
+            ClientPhase::Init { sent } if now.duration_since(*sent) > RETRY => {
+                *sent = now;
+                out = Some(init_packet());
+            }
+            ClientPhase::Hello { packet, sent, .. } if now.duration_since(*sent) > RETRY => {
+                *sent = now;
+                out = Some(packet.clone());
+            }
+            // A repeated Confirm is sealed afresh: the server refuses replayed nonces.
+            ClientPhase::Confirm { keys, proof, sent } if now.duration_since(*sent) > RETRY => {
+                *sent = now;
+                out = keys.seal(T_CONFIRM, &proof[..]);
+            }
+            _ => {}
+        }
+        if let Some(p) = out {
+            self.raw_send(server, &p);
+        }
+    }
+
+    pub(super) fn client_packet(
+        &mut self,
+        from: SocketAddr,
+        data: &[u8],
+        out: &mut [u8; enet::MTU_MAX],
+    ) -> Option<usize> {
+        let Side::Client(c) = &mut self.side else { return None };
+        if from != c.server || data.is_empty() {
+            self.stats.dropped += 1;
+            return None;
+        }
+        let now = Instant::now();
+        match (data[0], &mut c.phase) {
+            (T_COOKIE, ClientPhase::Init { .. }) if data.len() == 18 => {
+                if data[1] != SECURE_VERSION {
+                    let v = data[1];
+                    self.fail(format!(
+                        "the server speaks secure-session version {v}, this game {SECURE_VERSION}: update the game"
+                    ));
+                    return None;
+                }
+                let params = NOISE.parse().ok()?;
+                let mut hs = Builder::new(params).build_initiator().ok()?;
+                let mut m1 = [0u8; 64];
+                let n = hs.write_message(&[], &mut m1).ok()?;
+                let mut p = vec![T_HELLO, SECURE_VERSION];
+                p.extend_from_slice(&data[2..18]);
+                p.extend_from_slice(&m1[..n]);
+                p.resize(HELLO_LEN, 0);
+                c.phase = ClientPhase::Hello { hs: Box::new(hs), packet: p.clone(), sent: now };
+                self.raw_send(from, &p);
+                None
+            }
+            (T_WELCOME, ClientPhase::Hello { .. }) => {
+                let ClientPhase::Hello { mut hs, .. } = std::mem::replace(&mut c.phase, ClientPhase::Failed) else {
+                    return None;
+                };
+                let mut payload = [0u8; 64];
+                if hs.read_message(&data[1..], &mut payload).is_err() {
+                    self.stats.dropped += 1;
+                    self.fail("the server's handshake did not verify".into());
+                    return None;
+                }
+                let mut key = [0u8; 32];
+                key.copy_from_slice(hs.get_remote_static()?);
+                c.server_key = Some(key);
+                let hash = hs.get_handshake_hash().to_vec();
+                if let Some(known) = &c.cfg.known {
+                    let addr = c.server.to_string();
+                    match known.check(&addr, &key, c.cfg.accept_new_key) {
+                        Ok(Pin::Changed { pinned }) => {
+                            let why = format!(
+                                "the server at {addr} presented a different key (fingerprint {}) from the one pinned for it ({pinned}). \
+                                 If its owner changed it, accept the new key (the Join page's 'Trust the new key', or the bot's --accept-new-key); otherwise someone may be impersonating it",
+                                fingerprint(&key)
+                            );
+                            self.fail(why);
+                            return None;
+                        }
+                        Ok(Pin::New) => {
+                            tracing::info!(server = %addr, fingerprint = %fingerprint(&key), "pinned the server's key on first contact")
+                        }
+                        Ok(Pin::Match) => {}
+                        Err(e) => tracing::warn!("could not record the server's key: {e}"),
+                    }
+                }
+                let transport = hs.into_stateless_transport_mode().ok()?;
+                let mut keys = Keys { transport, send_nonce: 0, replay: Replay::default() };
+                let proof = mac(&password_key(c.cfg.password.as_deref().unwrap_or("")), &[&hash]);
+                let p = keys.seal(T_CONFIRM, &proof)?;
+                c.phase = ClientPhase::Confirm { keys, proof, sent: now };
+                self.raw_send(from, &p);
+                None
+            }
+            (T_ACCEPT | T_REFUSE, ClientPhase::Confirm { keys, .. }) => {
+                let kind = data[0];
+                let mut buf = [0u8; 256];
+                match keys.open(data, &mut buf) {
+                    Ok(n) if kind == T_REFUSE => {
+                        let why = String::from_utf8_lossy(&buf[..n]).to_string();
+                        self.fail(format!("the server refused us: {why}"));
+                    }
+                    Ok(_) => {
+                        let ClientPhase::Confirm { keys, .. } = std::mem::replace(&mut c.phase, ClientPhase::Failed)
+                        else {
+                            return None;
+                        };
+                        c.phase = ClientPhase::Ready(keys);
+                        let queued: Vec<Vec<u8>> = c.queue.drain(..).collect();
+                        for d in queued {
+                            self.seal_and_send(from, &d);
+                        }
+                    }
+                    Err(_) => self.stats.dropped += 1,
+                }
+                None
+            }
+            (T_DATA, ClientPhase::Ready(keys)) => match keys.open(data, out) {
+                Ok(n) => Some(n),
+                Err(d) => self.stats.count(d),
+            },
+            _ => self.stats.count(Drop::Bad),
+        }
+    }
+}
+
+pub(super) fn init_packet() -> Vec<u8> {
+    let mut p = vec![T_INIT, SECURE_VERSION];
+    p.resize(INIT_LEN, 0);
+    p
+}

@@ -1,0 +1,401 @@
+//! Encrypted and authenticated datagrams below ENet: the socket ENet is given when a
+//! transport crosses a real network. Nothing ENet sees (and so no ENet peer) exists before
+//! a session has been set up, and every datagram after that is sealed with
+//! ChaCha20-Poly1305 under keys from a Noise handshake.
+//!
+//! Construction (see `docs/SECURITY.md` for the reasoning and the threat model):
+//! - `Noise_NX_25519_ChaChaPoly_BLAKE2s` (the `snow` crate): the server proves its static
+//!   X25519 key, which the client pins on first use (`KnownServers`); the client is
+//!   anonymous (players have no accounts).
+//! - Before any Diffie-Hellman or state, a stateless cookie in the WireGuard manner: the
+//!   first packet from an address is answered with `MAC(secret, address, time window)`, no
+//!   larger than the request; only a packet carrying a valid cookie (proof that the
+//!   source address is real) costs the server a handshake and a session slot.
+//! - After the handshake the client sends `Confirm`: a MAC of the handshake hash keyed by
+//!   the server password's hash (an empty password when there is none), sealed. The
+//!   password never travels, not even encrypted, and the proof is bound to this session.
+//! - Data: `u8 type, u64 nonce, sealed datagram`; the nonce is a per-direction counter and
+//!   a 1,024-packet sliding window refuses replays. Anything that does not open is
+//!   dropped and counted, never handed to ENet.
+//!
+//! Packet layouts (byte 0 is the type; integers little-endian):
+//! - 1 `Init` c->s: `u8 version`, zero padding to `INIT_LEN`.
+//! - 2 `Cookie` s->c: `u8 version, [16] cookie` (smaller than `Init`).
+//! - 3 `Hello` c->s: `u8 version, [16] cookie, noise message 1 (32)`, padding to `HELLO_LEN`.
+//! - 4 `Welcome` s->c: `noise message 2 (96)` (smaller than `Hello`).
+//! - 5 `Confirm` c->s, 6 `Accept` s->c, 7 `Refuse` s->c, 8 `Data`: `u64 nonce, sealed payload`.
+
+mod client;
+mod identity;
+mod server;
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind};
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use blake2::digest::{KeyInit, Mac};
+use rusty_enet as enet;
+use snow::StatelessTransportState;
+
+pub use client::ClientSecurity;
+use client::{ClientPhase, ClientSide};
+pub use identity::{fingerprint, from_hex, to_hex, Identity, KnownServers, Pin};
+pub use server::ServerSecurity;
+use server::ServerSide;
+
+/// The Noise protocol name.
+pub const NOISE: &str = "Noise_NX_25519_ChaChaPoly_BLAKE2s";
+/// Version of this layer; a different one is told so in the `Cookie` answer.
+pub const SECURE_VERSION: u8 = 1;
+const INIT_LEN: usize = 64;
+const HELLO_LEN: usize = 128;
+const TAG: usize = 16;
+const T_INIT: u8 = 1;
+const T_COOKIE: u8 = 2;
+const T_HELLO: u8 = 3;
+const T_WELCOME: u8 = 4;
+const T_CONFIRM: u8 = 5;
+const T_ACCEPT: u8 = 6;
+const T_REFUSE: u8 = 7;
+const T_DATA: u8 = 8;
+
+/// Cookies are valid for the current and the previous window of this many seconds.
+const COOKIE_WINDOW_S: u64 = 30;
+/// A session that has not confirmed within this long is forgotten.
+pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
+/// A session silent for this long is forgotten (ENet pings every second).
+pub const SESSION_IDLE: Duration = Duration::from_secs(30);
+/// Sessions (in handshake or established) one IP address may hold.
+pub const MAX_SESSIONS_PER_IP: usize = 4;
+/// Wrong passwords one IP address may try per minute; more are refused unheard.
+pub const MAX_PASSWORD_GUESSES_PER_MINUTE: u32 = 5;
+/// Per-session rate limits, averaged over a second: a peer above them is cut off.
+pub const MAX_PACKETS_PER_SECOND: u32 = 600;
+pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
+/// How often a client repeats an unanswered handshake packet.
+const RETRY: Duration = Duration::from_millis(400);
+const REPLAY_WINDOW: u64 = 1024;
+// No amplification: before an address is verified, no answer is larger than its request.
+const COOKIE_LEN: usize = 2 + 16;
+const WELCOME_LEN: usize = 1 + 96;
+const _: () = assert!(COOKIE_LEN <= INIT_LEN && WELCOME_LEN <= HELLO_LEN);
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut m = <blake2::Blake2sMac256 as KeyInit>::new_from_slice(&key[..key.len().min(32)])
+        .expect("keys of up to 32 bytes are valid");
+    for p in parts {
+        m.update(p);
+    }
+    m.finalize().into_bytes().into()
+}
+
+/// The key a password proof is made with: a hash of the password (empty: none set).
+fn password_key(password: &str) -> [u8; 32] {
+    mac(b"hailfire password", &[password.as_bytes()])
+}
+
+/// Counts of what the layer dropped and did, for logs and tests.
+#[derive(Clone, Debug, Default)]
+pub struct SecureStats {
+    /// Datagrams that failed to open or parse, or came from no session.
+    pub dropped: u64,
+    /// Datagrams refused as replays (a nonce already seen or too old).
+    pub replayed: u64,
+    pub cookies_sent: u64,
+    pub handshakes: u64,
+    pub refused_passwords: u64,
+    /// Sessions cut off for going over the rate limits.
+    pub rate_limited: u64,
+    pub sessions: usize,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+/// Sliding window of received nonces.
+#[derive(Default)]
+struct Replay {
+    top: u64,
+    bits: Vec<u64>,
+    any: bool,
+}
+
+impl Replay {
+    /// Whether `n` is new (and records it).
+    fn accept(&mut self, n: u64) -> bool {
+        if self.bits.is_empty() {
+            self.bits = vec![0; (REPLAY_WINDOW / 64) as usize];
+        }
+        if self.any && n + REPLAY_WINDOW <= self.top {
+            return false;
+        }
+        if !self.any || n > self.top {
+            let shift = if self.any { n - self.top } else { REPLAY_WINDOW };
+            for k in 0..shift.min(REPLAY_WINDOW) {
+                let slot = (self.top + 1 + k) % REPLAY_WINDOW;
+                self.bits[(slot / 64) as usize] &= !(1 << (slot % 64));
+            }
+            self.top = n;
+            self.any = true;
+        }
+        let slot = n % REPLAY_WINDOW;
+        let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
+        if self.bits[w] & b != 0 {
+            return false;
+        }
+        self.bits[w] |= b;
+        true
+    }
+}
+
+struct Keys {
+    transport: StatelessTransportState,
+    send_nonce: u64,
+    replay: Replay,
+}
+
+impl Keys {
+    fn seal(&mut self, kind: u8, payload: &[u8]) -> Option<Vec<u8>> {
+        let n = self.send_nonce;
+        self.send_nonce += 1;
+        let mut out = vec![0u8; 9 + payload.len() + TAG];
+        out[0] = kind;
+        out[1..9].copy_from_slice(&n.to_le_bytes());
+        let len = self.transport.write_message(n, payload, &mut out[9..]).ok()?;
+        out.truncate(9 + len);
+        Some(out)
+    }
+
+    /// Opens a sealed packet into `out`; None when it does not open or is a replay.
+    fn open(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, Drop> {
+        if packet.len() < 9 + TAG {
+            return Err(Drop::Bad);
+        }
+        let n = u64::from_le_bytes(packet[1..9].try_into().map_err(|_| Drop::Bad)?);
+        let len = self.transport.read_message(n, &packet[9..], out).map_err(|_| Drop::Bad)?;
+        if !self.replay.accept(n) {
+            return Err(Drop::Replay);
+        }
+        Ok(len)
+    }
+}
+
+enum Drop {
+    Bad,
+    Replay,
+}
+
+impl SecureStats {
+    /// Counts a datagram that was not let through.
+    fn count(&mut self, d: Drop) -> Option<usize> {
+        match d {
+            Drop::Bad => self.dropped += 1,
+            Drop::Replay => self.replayed += 1,
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------- the socket
+
+enum Side {
+    Server(Box<ServerSide>),
+    Client(Box<ClientSide>),
+}
+
+/// The socket ENet runs over: UDP, with every datagram sealed (see the module docs).
+pub struct SecureSocket {
+    inner: UdpSocket,
+    side: Side,
+    pub stats: SecureStats,
+    /// Why the client side gave up, in words for the player (taken by the transport).
+    pub failure: Option<String>,
+    scratch: Vec<u8>,
+}
+
+impl SecureSocket {
+    pub fn server(inner: UdpSocket, cfg: ServerSecurity) -> io::Result<Self> {
+        let mut secret = [0u8; 32];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
+        let side =
+            ServerSide { cfg, secret, started: Instant::now(), sessions: HashMap::new(), guesses: HashMap::new() };
+        Ok(SecureSocket {
+            inner,
+            side: Side::Server(Box::new(side)),
+            stats: SecureStats::default(),
+            failure: None,
+            scratch: vec![0; 70_000],
+        })
+    }
+
+    pub fn client(inner: UdpSocket, server: SocketAddr, cfg: ClientSecurity) -> Self {
+        let side = ClientSide { cfg, server, phase: ClientPhase::Start, queue: VecDeque::new(), server_key: None };
+        SecureSocket {
+            inner,
+            side: Side::Client(Box::new(side)),
+            stats: SecureStats::default(),
+            failure: None,
+            scratch: vec![0; 70_000],
+        }
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    /// The server's key as the client saw it (once the handshake got that far).
+    pub fn server_key(&self) -> Option<[u8; 32]> {
+        match &self.side {
+            Side::Client(c) => c.server_key,
+            Side::Server(_) => None,
+        }
+    }
+
+    fn raw_send(&mut self, to: SocketAddr, data: &[u8]) {
+        match self.inner.send_to(data, to) {
+            Ok(n) => self.stats.bytes_sent += n as u64,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(_) => {}
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        if self.failure.is_none() {
+            tracing::warn!("secure session: {why}");
+            self.failure = Some(why);
+        }
+        if let Side::Client(c) = &mut self.side {
+            c.phase = ClientPhase::Failed;
+            c.queue.clear();
+        }
+    }
+
+    fn seal_and_send(&mut self, to: SocketAddr, data: &[u8]) {
+        let sealed = match &mut self.side {
+            Side::Client(c) => match &mut c.phase {
+                ClientPhase::Ready(keys) => keys.seal(T_DATA, data),
+                ClientPhase::Failed => None,
+                _ => {
+                    if c.queue.len() < 64 {
+                        c.queue.push_back(data.to_vec());
+                    }
+                    None
+                }
+            },
+            Side::Server(s) => s.sessions.get_mut(&to).filter(|x| x.confirmed).and_then(|x| x.keys.seal(T_DATA, data)),
+        };
+        if let Some(p) = sealed {
+            self.raw_send(to, &p);
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl enet::Socket for SecureSocket {
+    type Address = SocketAddr;
+    type Error = io::Error;
+
+    fn init(&mut self, options: enet::SocketOptions) -> Result<(), io::Error> {
+        enet::Socket::init(&mut self.inner, options)
+    }
+
+    fn send(&mut self, address: SocketAddr, buffer: &[u8]) -> Result<usize, io::Error> {
+        self.seal_and_send(address, buffer);
+        Ok(buffer.len())
+    }
+
+    fn receive(
+        &mut self,
+        buffer: &mut [u8; enet::MTU_MAX],
+    ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
+        self.client_tick();
+        self.server_expire();
+        loop {
+            let mut raw = std::mem::take(&mut self.scratch);
+            let got = self.inner.recv_from(&mut raw);
+            let r = match got {
+                Ok((n, from)) => {
+                    self.stats.bytes_received += n as u64;
+                    let opened = match self.side {
+                        Side::Server(_) => self.server_packet(from, &raw[..n], buffer),
+                        Side::Client(_) => self.client_packet(from, &raw[..n], buffer),
+                    };
+                    opened.map(|len| Some((from, enet::PacketReceived::Complete(len))))
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => Some(None),
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => None,
+                Err(e) => {
+                    self.scratch = raw;
+                    return Err(e);
+                }
+            };
+            self.scratch = raw;
+            if let Some(r) = r {
+                return Ok(r);
+            }
+        }
+    }
+}
+
+/// For `cargo fuzz` only: a server-side secure socket fed datagrams directly.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    use super::*;
+
+    pub struct Harness {
+        sock: SecureSocket,
+        out: Box<[u8; enet::MTU_MAX]>,
+    }
+
+    impl Default for Harness {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Harness {
+        pub fn new() -> Self {
+            let id = Identity::generate().expect("key pair");
+            let udp = UdpSocket::bind("127.0.0.1:0").expect("loopback socket");
+            udp.set_nonblocking(true).expect("non-blocking");
+            let sec = ServerSecurity { identity: id, password: None, max_sessions: 64 };
+            Harness { sock: SecureSocket::server(udp, sec).expect("socket"), out: Box::new([0; enet::MTU_MAX]) }
+        }
+
+        /// One datagram from 127.0.0.2:`10000 + port`; what ENet would receive, if anything.
+        pub fn feed(&mut self, port: u8, data: &[u8]) -> Option<usize> {
+            let from = SocketAddr::from(([127, 0, 0, 2], 10_000 + port as u16));
+            self.sock.server_packet(from, data, &mut self.out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_window_accepts_each_nonce_once_and_forgets_the_ancient() {
+        let mut r = Replay::default();
+        assert!(r.accept(5));
+        assert!(!r.accept(5));
+        assert!(r.accept(3), "late but inside the window");
+        assert!(!r.accept(3));
+        assert!(r.accept(5000));
+        assert!(!r.accept(100), "older than the window");
+        assert!(r.accept(4999));
+    }
+
+    #[test]
+    fn fingerprints_are_stable_and_hex_round_trips() {
+        let k = [7u8; 32];
+        assert_eq!(fingerprint(&k), fingerprint(&k));
+        assert_ne!(fingerprint(&k), fingerprint(&[8u8; 32]));
+        assert_eq!(from_hex(&to_hex(&k)).unwrap(), k.to_vec());
+        assert!(from_hex("abc").is_none());
+    }
+}
