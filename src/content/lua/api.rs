@@ -1,0 +1,380 @@
+//! The emitter API installed in every Lua state: `task`, the firing functions (`shot`,
+//! `ring`, `fan`), `aim`, `players`, `me`, `pos`, `tick`, `arena`, `rand`, `move_to`,
+//! `spawn`, `sfx` and `log`, then the prelude (`prelude.lua`).
+
+use mlua::chunk::ChunkMode;
+use mlua::{Function, Lua, Table, Value, Variadic};
+
+use super::sandbox::*;
+use super::*;
+
+/// Shot parameters read from a Lua table before any shared state is borrowed.
+pub(super) struct ShotSpec {
+    x: Option<f32>,
+    y: Option<f32>,
+    angle: Option<f32>,
+    speed: f32,
+    kind: String,
+    lifetime: u16,
+    accel: f32,
+    turn: f32,
+    max_speed: f32,
+    damage: Option<i32>,
+    radius: Option<f32>,
+    offset: f32,
+}
+
+pub(super) fn num(t: &Table, k: &str) -> mlua::Result<Option<f32>> {
+    match t.get::<Value>(k)? {
+        Value::Nil => Ok(None),
+        Value::Integer(i) => Ok(Some(i as f32)),
+        Value::Number(n) if n.is_finite() => Ok(Some(n as f32)),
+        Value::Number(_) => Err(rt_err(format!("field '{k}' must be a finite number"))),
+        other => Err(rt_err(format!("field '{k}' must be a number, got {}", other.type_name()))),
+    }
+}
+
+impl ShotSpec {
+    fn read(t: &Table) -> mlua::Result<ShotSpec> {
+        let kind = match t.get::<Value>("kind")? {
+            Value::Nil => "orb".to_string(),
+            Value::String(s) => s.to_str()?.to_string(),
+            other => return Err(rt_err(format!("field 'kind' must be a string, got {}", other.type_name()))),
+        };
+        let lifetime = num(t, "lifetime")?.unwrap_or(300.0);
+        if !(1.0..=3600.0).contains(&lifetime) {
+            return Err(rt_err("field 'lifetime' must be between 1 and 3600 ticks"));
+        }
+        Ok(ShotSpec {
+            x: num(t, "x")?,
+            y: num(t, "y")?,
+            angle: num(t, "angle")?,
+            speed: num(t, "speed")?.unwrap_or(3.0),
+            kind,
+            lifetime: lifetime as u16,
+            accel: num(t, "accel")?.unwrap_or(0.0),
+            turn: num(t, "turn")?.unwrap_or(0.0),
+            max_speed: num(t, "max_speed")?.unwrap_or(f32::INFINITY),
+            damage: num(t, "damage")?.map(|d| d.clamp(0.0, 1000.0) as i32),
+            radius: num(t, "radius")?.map(|r| r.clamp(0.5, 64.0)),
+            offset: num(t, "offset")?.unwrap_or(0.0),
+        })
+    }
+
+    /// Queues one bullet at `angle` (degrees).
+    fn fire(&self, c: &mut Ctx, angle: f32) -> mlua::Result<()> {
+        if c.shots >= MAX_SHOTS_PER_TICK {
+            return Err(rt_err(format!("more than {MAX_SHOTS_PER_TICK} bullets fired in one tick in this instance")));
+        }
+        c.shots += 1;
+        let &(kind, radius, damage) =
+            c.names.kinds.get(&self.kind).ok_or_else(|| rt_err(format!("unknown bullet kind '{}'", self.kind)))?;
+        let me = c.my_pos();
+        let origin = Vec2::new(self.x.unwrap_or(me.x), self.y.unwrap_or(me.y));
+        let dir = Vec2::from_angle_deg(angle);
+        c.cmds.push(ScriptCmd::Shot(ShotCmd {
+            pos: origin + dir * self.offset,
+            angle,
+            speed: self.speed,
+            radius: self.radius.unwrap_or(radius),
+            lifetime: self.lifetime,
+            kind,
+            accel: self.accel,
+            turn: self.turn,
+            max_speed: self.max_speed,
+            damage: self.damage.unwrap_or(damage),
+        }));
+        Ok(())
+    }
+}
+
+pub(super) fn pattern_n(t: &Table) -> mlua::Result<i64> {
+    let n = num(t, "n")?.ok_or_else(|| rt_err("field 'n' is required"))? as i64;
+    if !(1..=MAX_PATTERN_SHOTS).contains(&n) {
+        return Err(rt_err(format!("field 'n' must be between 1 and {MAX_PATTERN_SHOTS}")));
+    }
+    Ok(n)
+}
+
+/// Angle from the owner to the chosen player, degrees; 90 (down) if nobody qualifies.
+pub(super) fn aim_angle(c: &mut Ctx, target: &Value) -> mlua::Result<f32> {
+    let me = c.my_pos();
+    let alive: Vec<PlayerView> = c.players.iter().copied().filter(|p| p.alive).collect();
+    let by_dist = |a: &&PlayerView, b: &&PlayerView| a.pos.distance(me).total_cmp(&b.pos.distance(me));
+    let pick = match target {
+        Value::Nil => alive.iter().min_by(by_dist).copied(),
+        Value::String(s) => match &*s.to_str()? {
+            "nearest" => alive.iter().min_by(by_dist).copied(),
+            "farthest" => alive.iter().max_by(by_dist).copied(),
+            "random" if !alive.is_empty() => {
+                let i = c.rng.range_i64(0, alive.len() as i64 - 1) as usize;
+                Some(alive[i])
+            }
+            "random" => None,
+            other => {
+                return Err(rt_err(format!("aim: unknown target '{other}' (nearest, farthest, random or a player id)")))
+            }
+        },
+        Value::Integer(id) => alive.iter().find(|p| p.id as i64 == *id).copied(),
+        Value::Number(id) => alive.iter().find(|p| p.id as f64 == *id).copied(),
+        other => return Err(rt_err(format!("aim: bad target of type {}", other.type_name()))),
+    };
+    Ok(pick.map_or(90.0, |p| (p.pos - me).angle_deg()))
+}
+
+pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
+    let g = lua.globals();
+    for name in ["dofile", "loadfile", "load", "collectgarbage", "require", "module"] {
+        g.set(name, Value::Nil)?;
+    }
+    install_portable_math(lua, &g)?;
+    g.set(
+        "__hf_over",
+        lua.create_function(|lua, ()| Ok(lua.try_app_data_ref::<Ctx>().ok().flatten().is_some_and(|c| c.over)))?,
+    )?;
+    g.set(
+        "__hf_charge",
+        lua.create_function(|lua, n: Option<i64>| {
+            let n = n.map_or(COROUTINE_COST as u64, |n| n.max(0) as u64);
+            charge(lua, n)
+        })?,
+    )?;
+    g.set(
+        "task",
+        lua.create_function(|lua, f: Function| {
+            let at = caller(lua);
+            charge(lua, COROUTINE_COST as u64)?;
+            with_ctx(lua, |c| {
+                if c.live_tasks >= MAX_TASKS {
+                    return Err(rt_err(format!("{at}task: too many tasks (at most {MAX_TASKS} per instance)")));
+                }
+                c.live_tasks += 1;
+                Ok(())
+            })?;
+            let th = lua.create_thread(f)?;
+            with_ctx(lua, |c| {
+                c.new_tasks.push(th);
+                Ok(())
+            })
+        })?,
+    )?;
+    install_guarded_stdlib(lua, &g)?;
+    g.set(
+        "shot",
+        lua.create_function(|lua, t: Table| {
+            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{}shot: {e}", caller(lua))))?;
+            let at = caller(lua);
+            with_ctx(lua, |c| {
+                let angle = spec.angle.unwrap_or(90.0);
+                spec.fire(c, angle).map_err(|e| rt_err(format!("{at}shot: {e}")))
+            })
+        })?,
+    )?;
+    g.set(
+        "ring",
+        lua.create_function(|lua, t: Table| {
+            let at = caller(lua);
+            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
+            let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
+            with_ctx(lua, |c| {
+                let start = spec.angle.unwrap_or(90.0);
+                for i in 0..n {
+                    spec.fire(c, start + i as f32 * 360.0 / n as f32).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
+                }
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "fan",
+        lua.create_function(|lua, t: Table| {
+            let at = caller(lua);
+            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
+            let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
+            let spread = num(&t, "spread")?.unwrap_or(30.0);
+            let aimed = t.get::<Value>("aim")?;
+            with_ctx(lua, |c| {
+                let centre = match (&aimed, spec.angle) {
+                    (Value::Nil, Some(a)) => a,
+                    (Value::Nil, None) => aim_angle(c, &Value::Nil)?,
+                    (v, _) => aim_angle(c, v)?,
+                };
+                for i in 0..n {
+                    let a = if n == 1 { centre } else { centre - spread / 2.0 + spread * i as f32 / (n - 1) as f32 };
+                    spec.fire(c, a).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
+                }
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "aim",
+        lua.create_function(|lua, target: Value| {
+            let at = caller(lua);
+            with_ctx(lua, |c| aim_angle(c, &target).map_err(|e| rt_err(format!("{at}{e}"))))
+        })?,
+    )?;
+    g.set(
+        "angle_to",
+        lua.create_function(|lua, (x, y): (f32, f32)| {
+            with_ctx(lua, |c| Ok((Vec2::new(x, y) - c.my_pos()).angle_deg()))
+        })?,
+    )?;
+    g.set(
+        "players",
+        lua.create_function(|lua, ()| {
+            let list: Vec<PlayerView> = with_ctx(lua, |c| Ok(c.players.clone()))?;
+            let t = lua.create_table()?;
+            for (i, p) in list.iter().enumerate() {
+                let e = lua.create_table()?;
+                e.set("id", p.id)?;
+                e.set("x", p.pos.x)?;
+                e.set("y", p.pos.y)?;
+                e.set("hp", p.hp)?;
+                e.set("alive", p.alive)?;
+                t.set(i + 1, e)?;
+            }
+            Ok(t)
+        })?,
+    )?;
+    g.set(
+        "me",
+        lua.create_function(|lua, ()| {
+            let (o, owner) = with_ctx(lua, |c| Ok((c.me().copied(), c.owner)))?;
+            let t = lua.create_table()?;
+            if let Some(o) = o {
+                t.set("x", o.pos.x)?;
+                t.set("y", o.pos.y)?;
+                t.set("hp", o.hp)?;
+                t.set("max_hp", o.max_hp)?;
+                t.set("phase", o.phase as i64 + 1)?;
+            }
+            match owner {
+                Owner::Boss => t.set("boss", true)?,
+                Owner::Enemy(id) => t.set("id", id)?,
+            }
+            Ok(t)
+        })?,
+    )?;
+    g.set("pos", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok((c.my_pos().x, c.my_pos().y))))?)?;
+    g.set("tick", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok(c.tick)))?)?;
+    g.set("arena", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok((c.arena.x, c.arena.y))))?)?;
+    g.set(
+        "rand",
+        lua.create_function(|lua, (a, b): (Option<f64>, Option<f64>)| {
+            with_ctx(lua, |c| {
+                let r = c.rng.next_f64();
+                Ok(match (a, b) {
+                    (Some(a), Some(b)) => a + (b - a) * r,
+                    (Some(b), None) => b * r,
+                    _ => r,
+                })
+            })
+        })?,
+    )?;
+    g.set("rand_int", lua.create_function(|lua, (a, b): (i64, i64)| with_ctx(lua, |c| Ok(c.rng.range_i64(a, b))))?)?;
+    g.set(
+        "move_to",
+        lua.create_function(|lua, (x, y, ticks): (f32, f32, Option<u32>)| {
+            if !x.is_finite() || !y.is_finite() {
+                return Err(rt_err(format!("{}move_to: coordinates must be finite", caller(lua))));
+            }
+            with_ctx(lua, |c| {
+                let owner = c.owner;
+                c.cmds.push(ScriptCmd::MoveTo {
+                    owner,
+                    target: Vec2::new(x, y),
+                    ticks: ticks.unwrap_or(60).clamp(1, 36_000),
+                });
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "spawn",
+        lua.create_function(|lua, (id, x, y): (String, Option<f32>, Option<f32>)| {
+            let at = caller(lua);
+            with_ctx(lua, |c| {
+                if !c.names.enemies.contains(&id) {
+                    return Err(rt_err(format!("{at}spawn: unknown enemy '{}'", escape_text(&id))));
+                }
+                if c.spawns >= MAX_SPAWNS_PER_TICK {
+                    return Err(rt_err(format!("{at}spawn: more than {MAX_SPAWNS_PER_TICK} enemies in one tick")));
+                }
+                c.spawns += 1;
+                let me = c.my_pos();
+                let pos =
+                    Vec2::new(x.filter(|v| v.is_finite()).unwrap_or(me.x), y.filter(|v| v.is_finite()).unwrap_or(me.y));
+                c.cmds.push(ScriptCmd::Spawn { enemy: id, pos });
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "sfx",
+        lua.create_function(|lua, name: String| {
+            // Only names every client can decode: a refused name would cost them the rest of
+            // that tick's events.
+            if name.is_empty()
+                || name.len() > MAX_SFX_NAME
+                || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                return Err(rt_err(format!(
+                    "{}sfx: sound names are 1..={MAX_SFX_NAME} of a-z, 0-9 and _, not '{}'",
+                    caller(lua),
+                    escape_text(&name)
+                )));
+            }
+            with_ctx(lua, |c| {
+                let pos = c.my_pos();
+                c.cmds.push(ScriptCmd::Sfx { name, pos });
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "log",
+        lua.create_function(|lua, args: Variadic<Value>| {
+            with_ctx(lua, |_| Ok(()))?;
+            let tostring: Function = lua.named_registry_value("hf_tostring")?;
+            let mut line = String::new();
+            for (k, v) in args.iter().enumerate() {
+                if line.len() >= MAX_LOG_BYTES {
+                    break;
+                }
+                let mut part = match v {
+                    Value::String(s) => s.to_string_lossy(),
+                    other => plain_tostring(lua, other, &tostring)?,
+                };
+                truncate_chars(&mut part, MAX_LOG_BYTES);
+                if k > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&part);
+            }
+            let mut line = escape_text(&line);
+            truncate_chars(&mut line, MAX_LOG_BYTES);
+            with_ctx(lua, |c| {
+                if c.logs.len() < MAX_LOGS_PER_TICK {
+                    c.logs.push(line);
+                }
+                Ok(())
+            })
+        })?,
+    )?;
+    // The string metatable is shared by every string: keep scripts from replacing it.
+    let smt: Table = lua.load("return getmetatable('')").eval()?;
+    smt.set("__metatable", false)?;
+    lua.load(PRELUDE).set_name("=prelude").set_mode(ChunkMode::Text).exec()?;
+    // The API every mod sees: a snapshot of the globals, read through each mod's own
+    // environment (see `mod_env`), never written.
+    let api = lua.create_table()?;
+    for pair in g.pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
+            api.raw_set(k, v)?;
+        }
+    }
+    lua.set_named_registry_value("hf_api", api)?;
+    Ok(())
+}
