@@ -212,6 +212,7 @@ fn main() -> ExitCode {
                     .map(|path| hailfire::net::secure::KnownServers { path }),
                 accept_new_key,
                 password,
+                pin_as: Some(join.clone()),
             };
             bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security)
         }

@@ -879,3 +879,66 @@ fn a_peer_that_floods_a_channel_is_limited_then_cut_off() {
         .iter()
         .any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("too fast"))));
 }
+
+#[test]
+fn a_hostile_server_cannot_admit_a_client_early_or_offer_twice() {
+    use hailfire::protocol::content::{encode, ContentDigest};
+    let bytes = encode(&hailfire::sim::ClientDefs::from_defs(&base().defs));
+    let digest = ContentDigest::of(&bytes);
+    let raw = bytes.len() as u32;
+    // Welcome in the middle of the download.
+    let why = join_hostile(
+        |packed| {
+            vec![
+                ServerMsg::ContentOffer { digest, raw_len: raw, packed_len: packed.len() as u32 },
+                ServerMsg::ContentChunk { offset: 0, data: packed[..packed.len() / 2].to_vec() },
+                ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 1, tick: 100, tick_rate: 60 },
+            ]
+        },
+        &bytes,
+    );
+    assert!(why.contains("before its game content had arrived"), "{why}");
+    // A second offer (to keep the join going, or churn the cache).
+    let why = join_hostile(
+        |packed| {
+            let offer = ServerMsg::ContentOffer { digest, raw_len: raw, packed_len: packed.len() as u32 };
+            vec![offer.clone(), offer]
+        },
+        &bytes,
+    );
+    assert!(why.contains("twice"), "{why}");
+}
+
+#[test]
+fn joiners_who_take_the_content_count_toward_capacity_and_must_answer_the_offer() {
+    let (mut s, l, c) = raw_server();
+    let other = hailfire::protocol::content::ContentDigest([1; 32]);
+    let mut a = Raw::new(&l);
+    let mut b = Raw::new(&l);
+    s.tick();
+    for r in [&mut a, &mut b] {
+        r.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content: other, name: "j".into() }.encode());
+        s.tick();
+        r.pump();
+        assert!(r.got.iter().any(|m| matches!(m, ServerMsg::ContentOffer { .. })));
+    }
+    // Two joiners fill a two-player server: a third is told it is full.
+    let mut third = Raw::new(&l);
+    s.tick();
+    third.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    s.tick();
+    third.pump();
+    assert!(third.got.contains(&ServerMsg::Reject(RejectReason::ServerFull { max: 2 })));
+    // Joiners that never answer the offer are let go after 10 s, freeing their places.
+    for _ in 0..(hailfire::server::CONTENT_ANSWER_TICKS + 2) {
+        s.tick();
+    }
+    a.pump();
+    assert!(a.closed && a.got.contains(&ServerMsg::Reject(RejectReason::ContentTimeout)), "{:?}", a.got);
+    let mut late = Raw::new(&l);
+    s.tick();
+    late.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    s.tick();
+    late.pump();
+    assert!(late.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })), "{:?}", late.got);
+}

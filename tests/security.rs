@@ -33,7 +33,7 @@ fn client(c: &Content, to: SocketAddr, name: &str, sec: ClientSecurity) -> Clien
 }
 
 fn open() -> ClientSecurity {
-    ClientSecurity { known: None, accept_new_key: false, password: None }
+    ClientSecurity { known: None, accept_new_key: false, password: None, pin_as: None }
 }
 
 /// Ticks the server and the clients in real time until every client has joined or
@@ -178,7 +178,12 @@ fn a_changed_server_key_is_refused_until_accepted() {
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let bind = format!("127.0.0.1:{port}");
     let to: SocketAddr = bind.parse().unwrap();
-    let pinning = |accept: bool| ClientSecurity { known: Some(known.clone()), accept_new_key: accept, password: None };
+    let pinning = |accept: bool| ClientSecurity {
+        known: Some(known.clone()),
+        accept_new_key: accept,
+        password: None,
+        pin_as: None,
+    };
     {
         let mut s = server(&c, &bind, Identity::generate().unwrap(), None);
         let mut cl = vec![client(&c, to, "first", pinning(false))];
@@ -213,7 +218,12 @@ fn a_password_is_proven_never_sent_and_guesses_are_limited() {
     let c = base();
     let mut s = server(&c, "127.0.0.1:0", Identity::generate().unwrap(), Some("hunter2"));
     let to = s.net.local_addr().unwrap();
-    let with = |p: Option<&str>| ClientSecurity { known: None, accept_new_key: false, password: p.map(str::to_string) };
+    let with = |p: Option<&str>| ClientSecurity {
+        known: None,
+        accept_new_key: false,
+        password: p.map(str::to_string),
+        pin_as: None,
+    };
     let mut cl = vec![client(&c, to, "nopass", with(None))];
     run(&mut s, &mut cl, 10.0, || {});
     assert!(matches!(&cl[0].phase, Phase::Failed(w) if w.contains("wrong password")), "{:?}", cl[0].phase);

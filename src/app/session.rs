@@ -104,6 +104,7 @@ impl Session {
                 .map(|path| crate::net::secure::KnownServers { path }),
             accept_new_key,
             password: password.filter(|p| !p.is_empty()),
+            pin_as: Some(addr.to_string()),
         };
         let net = crate::net::EnetTransport::connect_secure(sa, security)?;
         let installed = content.base_loaded().then(|| ClientContent::of(content));

@@ -151,6 +151,8 @@ pub struct Client<T: Transport> {
     now_ms: f64,
     /// When the server last moved the join forward (an offer, the end of a download).
     heard_ms: Option<f64>,
+    /// The content the server offered (at most one offer per connection).
+    offered: Option<ContentDigest>,
     pub player_id: Option<u32>,
     started_ms: Option<f64>,
     /// Estimate of the newest server tick this client could know about.
@@ -190,6 +192,7 @@ impl<T: Transport> Client<T> {
             cache: None,
             now_ms: 0.0,
             heard_ms: None,
+            offered: None,
             player_id: None,
             started_ms: None,
             est: 0.0,
@@ -449,14 +452,28 @@ impl<T: Transport> Client<T> {
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => self.on_offer(digest, raw_len, packed_len),
             ServerMsg::ContentChunk { offset, data } => self.on_chunk(offset, &data),
             ServerMsg::Welcome { player_id, tick, .. } => {
-                self.content = match self.incoming.take().or_else(|| self.installed.clone()) {
-                    Some(c) => Some(c),
-                    None => return self.fail("the server let us in without sending its game content".into()),
+                // Legal once, while joining, and only with the content agreed on: the
+                // offered one once it is held, else (no offer) the installed one.
+                if self.phase != Phase::Connecting || self.player_id.is_some() {
+                    self.stats.malformed += 1;
+                    return;
+                }
+                if self.download.is_some() {
+                    return self.fail("the server let us in before its game content had arrived".into());
+                }
+                let content = match (self.offered, self.incoming.take()) {
+                    (Some(d), Some(c)) if c.digest == d => c,
+                    (None, _) => match self.installed.clone() {
+                        Some(c) => c,
+                        None => return self.fail("the server let us in without sending its game content".into()),
+                    },
+                    _ => return self.fail("the server let us in before its game content had arrived".into()),
                 };
+                self.content = Some(content);
                 self.player_id = Some(player_id);
                 self.phase = Phase::Joined;
                 self.est = tick as f64;
-                self.input_tick = tick + self.target_lead() as u32;
+                self.input_tick = tick.wrapping_add(self.target_lead() as u32);
             }
             ServerMsg::Reject(why) => {
                 self.phase = Phase::Failed(why.to_string());
@@ -509,10 +526,16 @@ impl<T: Transport> Client<T> {
     }
 
     fn on_offer(&mut self, digest: ContentDigest, raw_len: u32, packed_len: u32) {
-        if self.phase != Phase::Connecting || self.player_id.is_some() || self.download.is_some() {
+        if self.offered.is_some() {
+            // One offer per connection: a server cannot keep a join going, or churn the
+            // cache, by offering again and again.
+            return self.fail("the server offered its game content twice".into());
+        }
+        if self.phase != Phase::Connecting || self.player_id.is_some() {
             self.stats.malformed += 1;
             return;
         }
+        self.offered = Some(digest);
         self.heard_ms = Some(self.now_ms);
         let (raw, packed) = (raw_len as usize, packed_len as usize);
         if raw > MAX_CONTENT_BYTES || packed > MAX_CONTENT_BYTES {

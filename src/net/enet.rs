@@ -55,7 +55,10 @@ impl EnetTransport {
 
     /// A client connecting to `server`, trusting whatever key it presents (tests).
     pub fn connect(server: SocketAddr) -> io::Result<Self> {
-        Self::connect_secure(server, ClientSecurity { known: None, accept_new_key: false, password: None })
+        Self::connect_secure(
+            server,
+            ClientSecurity { known: None, accept_new_key: false, password: None, pin_as: None },
+        )
     }
 
     /// A client connecting to `server`; its only peer is the server.

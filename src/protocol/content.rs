@@ -291,15 +291,18 @@ impl ContentCache {
 
     /// The cached content with this digest, validated again; a damaged file is removed.
     pub fn load(&self, d: &ContentDigest) -> Option<ClientContent> {
+        use std::io::Read;
         let path = self.path(d);
-        let meta = std::fs::metadata(&path).ok()?;
-        if meta.len() as usize > MAX_CONTENT_BYTES {
-            let _ = std::fs::remove_file(&path);
-            return None;
-        }
-        let bytes = std::fs::read(&path).ok()?;
+        // One open, then checks on what was opened: a FIFO or device never blocks us and
+        // no file is read past the cap.
+        let file = std::fs::File::open(&path).ok()?;
+        let meta = file.metadata().ok()?;
+        let mut bytes = Vec::new();
+        let read = meta.is_file()
+            && file.take(MAX_CONTENT_BYTES as u64 + 1).read_to_end(&mut bytes).is_ok()
+            && bytes.len() <= MAX_CONTENT_BYTES;
         match ClientContent::decode(&bytes) {
-            Ok(c) if c.digest == *d => {
+            Ok(c) if read && c.digest == *d => {
                 // Touch it: the cache evicts the least recently used.
                 let _ = std::fs::File::options()
                     .append(true)
@@ -329,8 +332,15 @@ impl ContentCache {
 
     fn trim(&self) {
         let Ok(rd) = std::fs::read_dir(&self.dir) else { return };
-        let mut files: Vec<(std::time::SystemTime, PathBuf)> = rd
-            .flatten()
+        let entries: Vec<std::fs::DirEntry> = rd.flatten().collect();
+        // Leftovers of an interrupted store.
+        for e in &entries {
+            if e.path().extension().is_some_and(|x| x == "tmp") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .iter()
             .filter(|e| e.path().extension().is_some_and(|x| x == "hfc"))
             .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
             .collect();

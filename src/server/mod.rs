@@ -26,6 +26,10 @@ pub const CONTENT_TIMEOUT_TICKS: u32 = 60 * TICK_RATE;
 /// 480 KiB/s). Only the joining peer's reliable control channel carries them, so players
 /// already in the game keep getting every snapshot and event on time.
 pub const CONTENT_CHUNKS_PER_TICK: usize = 8;
+/// A peer offered content must answer (`ContentWant` or `ContentReady`) within this long.
+pub const CONTENT_ANSWER_TICKS: u32 = 10 * TICK_RATE;
+/// Content streams running at once; more joiners wait their turn (within their timeout).
+pub const MAX_CONCURRENT_TRANSFERS: usize = 4;
 /// Most events in one `Events` packet: at most ~32 bytes each, so a packet stays well
 /// under `MAX_PACKET` however busy the tick.
 pub const EVENTS_PER_PACKET: usize = 1000;
@@ -261,7 +265,10 @@ impl<T: Transport> Server<T> {
         let Ok(ClientMsg::Hello { content, name, .. }) = ClientMsg::decode(data) else {
             return self.reject(peer, RejectReason::BadHello);
         };
-        if self.world.player_count() >= self.config.max_players {
+        // Peers taking the content count toward capacity: joiners cannot hold slots that
+        // honest players need.
+        let joining = self.peers.values().filter(|p| matches!(p.state, PeerState::Content { .. })).count();
+        if self.world.player_count() + joining >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
         let name: String = name.chars().take(MAX_NAME).collect();
@@ -343,6 +350,9 @@ impl<T: Transport> Server<T> {
                 PeerState::Content { since, .. } if now.saturating_sub(since) > CONTENT_TIMEOUT_TICKS => {
                     Some((*id, RejectReason::ContentTimeout))
                 }
+                PeerState::Content { since, sent: None } if now.saturating_sub(since) > CONTENT_ANSWER_TICKS => {
+                    Some((*id, RejectReason::ContentTimeout))
+                }
                 _ => None,
             })
             .collect();
@@ -359,8 +369,16 @@ impl<T: Transport> Server<T> {
     fn stream_content(&mut self) {
         let total = self.packed.len();
         let mut out: Vec<(PeerId, usize, usize)> = Vec::new();
+        let mut running = 0;
         for (id, p) in self.peers.iter_mut() {
             if let PeerState::Content { sent: Some(sent), .. } = &mut p.state {
+                if *sent >= total {
+                    continue;
+                }
+                running += 1;
+                if running > MAX_CONCURRENT_TRANSFERS {
+                    break;
+                }
                 let from = *sent;
                 let to = (from + CONTENT_CHUNK * CONTENT_CHUNKS_PER_TICK).min(total);
                 *sent = to;

@@ -195,15 +195,14 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
             return Err(format!("name '{n}' must be at most {MAX_NAME} bytes with no control characters"));
         }
     }
-    let mut ids: Vec<&str> = Vec::new();
+    let mut ids: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for b in &d.bullets {
         if !id_ok(&b.id) {
             return Err(format!("bullet kind id '{}' must be 1..={MAX_ID} of a-z, 0-9, _", b.id));
         }
-        if ids.contains(&b.id.as_str()) {
+        if !ids.insert(&b.id) {
             return Err(format!("bullet kind '{}' is defined twice", b.id));
         }
-        ids.push(&b.id);
         if !positive_upto(b.radius, BULLET_RADIUS_MAX) {
             return Err(format!("bullet kind '{}': radius {} is outside (0, {BULLET_RADIUS_MAX}]", b.id, b.radius));
         }

@@ -17,6 +17,10 @@ pub struct ClientSecurity {
     /// Accept (and pin) a key that differs from the pinned one.
     pub accept_new_key: bool,
     pub password: Option<String>,
+    /// The name the key is pinned under: the address as the player gave it (`host:port`),
+    /// so that a different answer from DNS is not a "first contact". None: the resolved
+    /// address.
+    pub pin_as: Option<String>,
 }
 
 pub(super) enum ClientPhase {
@@ -108,8 +112,12 @@ impl SecureSocket {
                 };
                 let mut payload = [0u8; 64];
                 if hs.read_message(&data[1..], &mut payload).is_err() {
+                    // Forged or damaged: start over rather than give up (a spoofed packet
+                    // must not be able to end an honest join).
                     self.stats.dropped += 1;
-                    self.fail("the server's handshake did not verify".into());
+                    if let Side::Client(c) = &mut self.side {
+                        c.phase = ClientPhase::Start;
+                    }
                     return None;
                 }
                 let mut key = [0u8; 32];
@@ -117,7 +125,7 @@ impl SecureSocket {
                 c.server_key = Some(key);
                 let hash = hs.get_handshake_hash().to_vec();
                 if let Some(known) = &c.cfg.known {
-                    let addr = c.server.to_string();
+                    let addr = c.cfg.pin_as.clone().unwrap_or_else(|| c.server.to_string());
                     match known.check(&addr, &key, c.cfg.accept_new_key) {
                         Ok(Pin::Changed { pinned }) => {
                             let why = format!(

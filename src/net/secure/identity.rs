@@ -26,13 +26,9 @@ impl Identity {
 
     /// The server's key pair from `path`, made on first run (readable by its owner only).
     pub fn load_or_create(path: &Path) -> io::Result<Identity> {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            let bytes = from_hex(text.trim())
-                .filter(|b| b.len() == 64)
-                .ok_or_else(|| io::Error::other(format!("{}: not a Hailfire server key", path.display())))?;
-            let mut public = [0u8; 32];
-            public.copy_from_slice(&bytes[32..]);
-            return Ok(Identity { private: bytes[..32].to_vec(), public });
+        match Self::load(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => return other,
         }
         let id = Identity::generate()?;
         if let Some(dir) = path.parent() {
@@ -44,12 +40,26 @@ impl Identity {
         // two servers start at once, the first key on disk is the one both use.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         write_private(&tmp, &text)?;
-        if std::fs::hard_link(&tmp, path).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-            return Self::load_or_create(path);
-        }
+        let linked = std::fs::hard_link(&tmp, path);
         let _ = std::fs::remove_file(&tmp);
-        Ok(id)
+        match linked {
+            Ok(()) => Ok(id),
+            // Another server made one first: use that one.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Self::load(path),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The key pair in `path`; any problem with the file is an error that names it (it is
+    /// never silently replaced: that would change the server's identity).
+    pub fn load(path: &Path) -> io::Result<Identity> {
+        let text = std::fs::read_to_string(path)?;
+        let bytes = from_hex(text.trim())
+            .filter(|b| b.len() == 64)
+            .ok_or_else(|| io::Error::other(format!("{}: not a Hailfire server key", path.display())))?;
+        let mut public = [0u8; 32];
+        public.copy_from_slice(&bytes[32..]);
+        Ok(Identity { private: bytes[..32].to_vec(), public })
     }
 
     /// `<data dir>/server_key` (`$HAILFIRE_DATA_DIR` overrides the directory).
@@ -95,7 +105,7 @@ pub fn from_hex(s: &str) -> Option<Vec<u8>> {
 /// A short, readable digest of a server key, for people to compare out loud.
 pub fn fingerprint(public: &[u8]) -> String {
     let h = mac(b"hailfire fingerprint", &[public]);
-    h[..8].chunks(2).map(to_hex).collect::<Vec<_>>().join(":")
+    h[..16].chunks(2).map(to_hex).collect::<Vec<_>>().join(":")
 }
 
 /// Server keys pinned per address, like SSH's `known_hosts`: `ADDRESS HEXKEY` per line.

@@ -74,6 +74,10 @@ pub const MAX_PASSWORD_GUESSES_PER_MINUTE: u32 = 5;
 /// Per-session rate limits, averaged over a second: a peer above them is cut off.
 pub const MAX_PACKETS_PER_SECOND: u32 = 600;
 pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
+/// Handshakes (Diffie-Hellman) one IP address may start per second.
+pub const MAX_HANDSHAKES_PER_IP_PER_SECOND: u32 = 8;
+/// Datagrams read per call to `receive`.
+const RECEIVE_BATCH: usize = 256;
 /// How often a client repeats an unanswered handshake packet.
 const RETRY: Duration = Duration::from_millis(400);
 const REPLAY_WINDOW: u64 = 1024;
@@ -156,28 +160,39 @@ struct Keys {
 }
 
 impl Keys {
+    /// Seals `payload`; the type byte is sealed too (as the plaintext's first byte), so a
+    /// packet's type cannot be changed on the way.
     fn seal(&mut self, kind: u8, payload: &[u8]) -> Option<Vec<u8>> {
         let n = self.send_nonce;
         self.send_nonce += 1;
-        let mut out = vec![0u8; 9 + payload.len() + TAG];
+        let mut plain = Vec::with_capacity(1 + payload.len());
+        plain.push(kind);
+        plain.extend_from_slice(payload);
+        let mut out = vec![0u8; 9 + plain.len() + TAG];
         out[0] = kind;
         out[1..9].copy_from_slice(&n.to_le_bytes());
-        let len = self.transport.write_message(n, payload, &mut out[9..]).ok()?;
+        let len = self.transport.write_message(n, &plain, &mut out[9..]).ok()?;
         out.truncate(9 + len);
         Some(out)
     }
 
-    /// Opens a sealed packet into `out`; None when it does not open or is a replay.
+    /// Opens a sealed packet into `out` (without its sealed type byte); an error when it
+    /// does not open, its sealed type differs from the header's, or it is a replay.
     fn open(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, Drop> {
-        if packet.len() < 9 + TAG {
+        if packet.len() < 9 + 1 + TAG || out.is_empty() {
             return Err(Drop::Bad);
         }
         let n = u64::from_le_bytes(packet[1..9].try_into().map_err(|_| Drop::Bad)?);
-        let len = self.transport.read_message(n, &packet[9..], out).map_err(|_| Drop::Bad)?;
+        let mut plain = vec![0u8; packet.len() - 9];
+        let len = self.transport.read_message(n, &packet[9..], &mut plain).map_err(|_| Drop::Bad)?;
+        if len == 0 || plain[0] != packet[0] || len - 1 > out.len() {
+            return Err(Drop::Bad);
+        }
         if !self.replay.accept(n) {
             return Err(Drop::Replay);
         }
-        Ok(len)
+        out[..len - 1].copy_from_slice(&plain[1..len]);
+        Ok(len - 1)
     }
 }
 
@@ -218,8 +233,14 @@ impl SecureSocket {
     pub fn server(inner: UdpSocket, cfg: ServerSecurity) -> io::Result<Self> {
         let mut secret = [0u8; 32];
         rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
-        let side =
-            ServerSide { cfg, secret, started: Instant::now(), sessions: HashMap::new(), guesses: HashMap::new() };
+        let side = ServerSide {
+            cfg,
+            secret,
+            started: Instant::now(),
+            sessions: HashMap::new(),
+            guesses: HashMap::new(),
+            starts: HashMap::new(),
+        };
         Ok(SecureSocket {
             inner,
             side: Side::Server(Box::new(side)),
@@ -314,7 +335,8 @@ impl enet::Socket for SecureSocket {
     ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
         self.client_tick();
         self.server_expire();
-        loop {
+        // A bounded batch per call: a flood cannot keep ENet (and the game tick) waiting.
+        for _ in 0..RECEIVE_BATCH {
             let mut raw = std::mem::take(&mut self.scratch);
             let got = self.inner.recv_from(&mut raw);
             let r = match got {
@@ -338,6 +360,7 @@ impl enet::Socket for SecureSocket {
                 return Ok(r);
             }
         }
+        Ok(None)
     }
 }
 

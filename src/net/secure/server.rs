@@ -38,6 +38,8 @@ pub(super) struct ServerSide {
     pub(super) started: Instant,
     pub(super) sessions: HashMap<SocketAddr, ServerSession>,
     pub(super) guesses: HashMap<IpAddr, (Instant, u32)>,
+    /// Handshakes started per IP in the current second.
+    pub(super) starts: HashMap<IpAddr, (Instant, u32)>,
 }
 
 impl ServerSide {
@@ -55,8 +57,15 @@ impl ServerSide {
 
     pub(super) fn cookie_ok(&self, addr: SocketAddr, c: &[u8]) -> bool {
         let w = self.window();
-        [w, w.saturating_sub(1)].iter().any(|&w| self.cookie(addr, w)[..] == *c)
+        [w, w.saturating_sub(1)].iter().any(|&w| constant_time_eq(&self.cookie(addr, w), c))
     }
+}
+
+/// Whether `ip` has used up its wrong passwords for this minute.
+fn guessed_out(guesses: &HashMap<IpAddr, (Instant, u32)>, ip: IpAddr, now: Instant) -> bool {
+    guesses
+        .get(&ip)
+        .is_some_and(|(t, n)| now.duration_since(*t) < Duration::from_secs(60) && *n >= MAX_PASSWORD_GUESSES_PER_MINUTE)
 }
 
 impl SecureSocket {
@@ -98,11 +107,19 @@ impl SecureSocket {
                         return None;
                     }
                 }
-                let per_ip = s.sessions.keys().filter(|a| a.ip() == from.ip() && **a != from).count();
-                let blocked = s.guesses.get(&from.ip()).is_some_and(|(t, n)| {
-                    now.duration_since(*t) < Duration::from_secs(60) && *n >= MAX_PASSWORD_GUESSES_PER_MINUTE
-                });
-                if per_ip >= MAX_SESSIONS_PER_IP || s.sessions.len() >= s.cfg.max_sessions || blocked {
+                // Handshakes in progress per IP (players behind one address may all be
+                // connected; only unconfirmed sessions count), Diffie-Hellmans per IP per
+                // second, and addresses that guessed wrong too often.
+                let per_ip =
+                    s.sessions.iter().filter(|(a, x)| a.ip() == from.ip() && **a != from && !x.confirmed).count();
+                let blocked = guessed_out(&s.guesses, from.ip(), now);
+                let st = s.starts.entry(from.ip()).or_insert((now, 0));
+                if now.duration_since(st.0) >= Duration::from_secs(1) {
+                    *st = (now, 0);
+                }
+                st.1 += 1;
+                let too_fast = st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND;
+                if per_ip >= MAX_SESSIONS_PER_IP || s.sessions.len() >= s.cfg.max_sessions || blocked || too_fast {
                     self.stats.dropped += 1;
                     return None;
                 }
@@ -148,6 +165,12 @@ impl SecureSocket {
                 };
                 let want = mac(&password_key(s.cfg.password.as_deref().unwrap_or("")), &[&sess.hash]);
                 let good = n == 32 && constant_time_eq(&buf[..32], &want);
+                if sess.confirmed && !good {
+                    // Already in: a bad repeat changes nothing.
+                    self.stats.dropped += 1;
+                    return None;
+                }
+                let good = good && !guessed_out(&s.guesses, from.ip(), now);
                 let reply = if good {
                     sess.confirmed = true;
                     sess.last_seen = now;
@@ -214,6 +237,7 @@ impl SecureSocket {
             }
         });
         s.guesses.retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(60));
+        s.starts.retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
         self.stats.sessions = s.sessions.len();
     }
 }
