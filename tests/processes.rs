@@ -308,3 +308,31 @@ fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() 
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     assert_eq!(server.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn a_password_protected_dedicated_server_refuses_bots_without_it_and_never_logs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = dedicated(dir.path(), port, &log, &["--password".as_ref(), "s3cret-w0rd".as_ref()]);
+    let run = |extra: &[&str]| {
+        hf(dir.path())
+            .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", "3"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("wrong password") || text.contains("no password"), "{text}");
+    let out = run(&["--password", "s3cret-w0rd"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", read(&log));
+    let s = read(&log);
+    assert!(s.contains("refused a join: wrong password"), "{s}");
+    assert!(s.contains("fingerprint="), "the server logs its key's fingerprint: {s}");
+    assert!(!s.contains("s3cret-w0rd"), "the password was logged:\n{s}");
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
+}
