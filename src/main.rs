@@ -211,6 +211,7 @@ fn main() -> ExitCode {
                 known: hailfire::net::secure::KnownServers::default_path()
                     .map(|path| hailfire::net::secure::KnownServers { path }),
                 accept_new_key,
+                accept_key: None,
                 password,
                 pin_as: Some(join.clone()),
             };

@@ -33,7 +33,7 @@ fn client(c: &Content, to: SocketAddr, name: &str, sec: ClientSecurity) -> Clien
 }
 
 fn open() -> ClientSecurity {
-    ClientSecurity { known: None, accept_new_key: false, password: None, pin_as: None }
+    ClientSecurity { known: None, accept_new_key: false, accept_key: None, password: None, pin_as: None }
 }
 
 /// Ticks the server and the clients in real time until every client has joined or
@@ -181,6 +181,7 @@ fn a_changed_server_key_is_refused_until_accepted() {
     let pinning = |accept: bool| ClientSecurity {
         known: Some(known.clone()),
         accept_new_key: accept,
+        accept_key: None,
         password: None,
         pin_as: None,
     };
@@ -195,6 +196,7 @@ fn a_changed_server_key_is_refused_until_accepted() {
     assert!(std::fs::read_to_string(&known.path).unwrap().contains(&to.to_string()));
     let impostor = Identity::generate().unwrap();
     let fp = impostor.fingerprint();
+    let shown = impostor.public;
     let mut s = server(&c, &bind, impostor, None);
     let mut cl = vec![client(&c, to, "second", pinning(false))];
     run(&mut s, &mut cl, 10.0, || {});
@@ -205,12 +207,28 @@ fn a_changed_server_key_is_refused_until_accepted() {
         other => panic!("a changed key was accepted: {other:?}"),
     }
     assert_eq!(s.world.player_count(), 0);
-    let mut cl = vec![client(&c, to, "third", pinning(true))];
+    assert_eq!(cl[0].net.presented_key(), Some(shown), "the refused key is there to show and trust");
+    // Trusting some other key than the one presented does not let this one in.
+    let trust = |k: [u8; 32]| ClientSecurity { accept_key: Some(k), ..pinning(false) };
+    let mut cl = vec![client(&c, to, "other", trust([9; 32]))];
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(matches!(&cl[0].phase, Phase::Failed(w) if w.contains("different key")), "{:?}", cl[0].phase);
+    // Trusting exactly the key that was shown joins, and pins it.
+    let mut cl = vec![client(&c, to, "third", trust(shown))];
     run(&mut s, &mut cl, 10.0, || {});
     assert!(cl[0].is_joined(), "accepting the new key joins: {:?}", cl[0].phase);
     let mut cl = vec![client(&c, to, "fourth", pinning(false))];
     run(&mut s, &mut cl, 10.0, || {});
     assert!(cl[0].is_joined(), "and it is pinned from now on: {:?}", cl[0].phase);
+    // The bot's --accept-new-key accepts whatever key comes (an explicit operator choice).
+    let mut s2 = {
+        s.shutdown();
+        drop(s);
+        server(&c, &bind, Identity::generate().unwrap(), None)
+    };
+    let mut cl = vec![client(&c, to, "fifth", pinning(true))];
+    run(&mut s2, &mut cl, 10.0, || {});
+    assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
 }
 
 #[test]
@@ -221,6 +239,7 @@ fn a_password_is_proven_never_sent_and_guesses_are_limited() {
     let with = |p: Option<&str>| ClientSecurity {
         known: None,
         accept_new_key: false,
+        accept_key: None,
         password: p.map(str::to_string),
         pin_as: None,
     };

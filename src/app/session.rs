@@ -96,13 +96,14 @@ impl Session {
         name: &str,
         addr: &str,
         password: Option<String>,
-        accept_new_key: bool,
+        accept_key: Option<[u8; 32]>,
     ) -> anyhow::Result<Session> {
         let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
         let security = crate::net::secure::ClientSecurity {
             known: crate::net::secure::KnownServers::default_path()
                 .map(|path| crate::net::secure::KnownServers { path }),
-            accept_new_key,
+            accept_new_key: false,
+            accept_key,
             password: password.filter(|p| !p.is_empty()),
             pin_as: Some(addr.to_string()),
         };

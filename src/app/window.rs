@@ -189,9 +189,10 @@ impl App {
     }
 
     fn end_session(&mut self, why: Option<String>) {
-        let mut addr = None;
+        let (mut addr, mut key) = (None, None);
         if let Some(mut s) = self.session.take() {
             addr = s.addr.clone();
+            key = s.client.net.presented_key();
             s.close();
         }
         self.input.synthetic_escape = false;
@@ -201,7 +202,7 @@ impl App {
         self.menu.error = why;
         if let (true, Some(a)) = (key_changed, addr) {
             self.menu.join_addr = a.clone();
-            self.menu.key_changed_for = Some(a);
+            self.menu.key_changed_for = Some((a, key));
             self.menu.go(menu::Page::Join);
         } else {
             self.menu.go(menu::Page::Main);
@@ -492,8 +493,8 @@ impl App {
                     );
                     self.start_session(s, None);
                 }
-                menu::MenuAction::Join { addr, password, accept_new_key } => {
-                    let s = Session::join(&self.content, &self.settings.name, &addr, Some(password), accept_new_key);
+                menu::MenuAction::Join { addr, password, accept_key } => {
+                    let s = Session::join(&self.content, &self.settings.name, &addr, Some(password), accept_key);
                     self.start_session(s, Some(addr));
                 }
                 menu::MenuAction::Quit => self.quit(el),
@@ -558,7 +559,7 @@ impl ApplicationHandler for App {
                 Session::host(&self.content, &self.settings.name, &self.settings.host_address, self.settings.host_port);
             self.start_session(s, None);
         } else if let Some(addr) = self.opts.join.clone() {
-            let s = Session::join(&self.content, &self.settings.name, &addr, None, false);
+            let s = Session::join(&self.content, &self.settings.name, &addr, None, None);
             self.start_session(s, Some(addr));
         }
         self.next_tick = Instant::now();

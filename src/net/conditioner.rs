@@ -257,4 +257,8 @@ impl<T: Transport> Transport for Conditioner<T> {
     fn failure(&mut self) -> Option<String> {
         self.inner.failure()
     }
+
+    fn presented_key(&self) -> Option<[u8; 32]> {
+        self.inner.presented_key()
+    }
 }

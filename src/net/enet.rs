@@ -57,7 +57,7 @@ impl EnetTransport {
     pub fn connect(server: SocketAddr) -> io::Result<Self> {
         Self::connect_secure(
             server,
-            ClientSecurity { known: None, accept_new_key: false, password: None, pin_as: None },
+            ClientSecurity { known: None, accept_new_key: false, accept_key: None, password: None, pin_as: None },
         )
     }
 
@@ -163,6 +163,10 @@ impl Transport for EnetTransport {
 
     fn failure(&mut self) -> Option<String> {
         self.host.socket_mut().failure.take()
+    }
+
+    fn presented_key(&self) -> Option<[u8; 32]> {
+        self.server_key()
     }
 }
 

@@ -70,11 +70,18 @@ pub trait Transport {
     fn failure(&mut self) -> Option<String> {
         None
     }
+    /// The key the server presented in the secure handshake, if this transport has one.
+    fn presented_key(&self) -> Option<[u8; 32]> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
     fn failure(&mut self) -> Option<String> {
         (**self).failure()
+    }
+    fn presented_key(&self) -> Option<[u8; 32]> {
+        (**self).presented_key()
     }
     fn send(&mut self, peer: PeerId, channel: u8, data: &[u8]) {
         (**self).send(peer, channel, data)

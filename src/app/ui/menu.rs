@@ -23,8 +23,9 @@ pub struct MenuState {
     pub join_addr: String,
     /// The server password typed on the Join page (kept for this run only, never saved).
     pub join_password: String,
-    /// The last join failed on a changed server key: offer to trust the new one.
-    pub key_changed_for: Option<String>,
+    /// The last join failed on a changed server key: the address and the key it
+    /// presented, to offer trusting exactly that key.
+    pub key_changed_for: Option<(String, Option<[u8; 32]>)>,
     /// Waiting for the next input to bind to this action.
     pub rebinding: Option<Action>,
     /// A failure to show on top of the menu.
@@ -39,7 +40,8 @@ pub enum MenuAction {
     Join {
         addr: String,
         password: String,
-        accept_new_key: bool,
+        /// Trust exactly this server key (the one shown when it changed).
+        accept_key: Option<[u8; 32]>,
     },
     Quit,
     SettingsChanged,
@@ -147,10 +149,10 @@ pub fn main_menu(
                         action = Some(MenuAction::Join {
                             addr: st.join_addr.trim().to_string(),
                             password: st.join_password.clone(),
-                            accept_new_key: false,
+                            accept_key: None,
                         });
                     }
-                    if let Some(addr) = st.key_changed_for.clone() {
+                    if let Some((addr, key)) = st.key_changed_for.clone() {
                         ui.label(
                             RichText::new(
                                 "Only trust a new key if the server's owner told you it changed (compare the fingerprint they see in their menu).",
@@ -162,7 +164,7 @@ pub fn main_menu(
                             action = Some(MenuAction::Join {
                                 addr,
                                 password: st.join_password.clone(),
-                                accept_new_key: true,
+                                accept_key: key,
                             });
                         }
                     }
@@ -175,7 +177,7 @@ pub fn main_menu(
                                 action = Some(MenuAction::Join {
                                     addr: s,
                                     password: st.join_password.clone(),
-                                    accept_new_key: false,
+                                    accept_key: None,
                                 });
                             }
                         }

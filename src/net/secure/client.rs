@@ -14,8 +14,12 @@ use super::*;
 pub struct ClientSecurity {
     /// Where pinned keys live (None: trust any key, for tests and in-process links).
     pub known: Option<KnownServers>,
-    /// Accept (and pin) a key that differs from the pinned one.
+    /// Accept (and pin) any key that differs from the pinned one (the bot's
+    /// `--accept-new-key`).
     pub accept_new_key: bool,
+    /// Accept (and pin) exactly this key if it differs from the pinned one: the key the
+    /// player was shown and chose to trust.
+    pub accept_key: Option<[u8; 32]>,
     pub password: Option<String>,
     /// The name the key is pinned under: the address as the player gave it (`host:port`),
     /// so that a different answer from DNS is not a "first contact". None: the resolved
@@ -126,7 +130,7 @@ impl SecureSocket {
                 let hash = hs.get_handshake_hash().to_vec();
                 if let Some(known) = &c.cfg.known {
                     let addr = c.cfg.pin_as.clone().unwrap_or_else(|| c.server.to_string());
-                    match known.check(&addr, &key, c.cfg.accept_new_key) {
+                    match known.check(&addr, &key, c.cfg.accept_new_key || c.cfg.accept_key == Some(key)) {
                         Ok(Pin::Changed { pinned }) => {
                             let why = format!(
                                 "the server at {addr} presented a different key (fingerprint {}) from the one pinned for it ({pinned}). \
@@ -139,6 +143,11 @@ impl SecureSocket {
                         Ok(Pin::New) => {
                             tracing::info!(server = %addr, fingerprint = %fingerprint(&key), "pinned the server's key on first contact")
                         }
+                        Ok(Pin::Replaced) => tracing::info!(
+                            server = %addr,
+                            fingerprint = %fingerprint(&key),
+                            "trusted the server's new key, as asked"
+                        ),
                         Ok(Pin::Match) => {}
                         Err(e) => tracing::warn!("could not record the server's key: {e}"),
                     }

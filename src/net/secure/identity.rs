@@ -123,6 +123,8 @@ pub enum Pin {
     Changed {
         pinned: String,
     },
+    /// A different key than the pinned one, accepted by the player: pinned now.
+    Replaced,
 }
 
 impl KnownServers {
@@ -150,7 +152,8 @@ impl KnownServers {
                 let pinned = from_hex(k).map_or_else(|| k.clone(), |b| fingerprint(&b));
                 return Ok(Pin::Changed { pinned });
             }
-            _ => Pin::New,
+            Some(_) => Pin::Replaced,
+            None => Pin::New,
         };
         all.retain(|(a, _)| a != addr);
         all.push((addr.to_string(), hex));
