@@ -116,13 +116,13 @@ impl Session {
         Ok(s)
     }
 
-    /// The palette of the session's content (built once per content).
-    fn palette(&mut self) -> Option<&Palette> {
-        let c = self.client.content.as_ref()?;
-        if self.palette.as_ref().is_none_or(|(d, _)| *d != c.digest) {
-            self.palette = Some((c.digest, Palette::new(&c.defs)));
+    /// Builds the palette of the session's content when that content changes.
+    fn refresh_palette(&mut self) {
+        if let Some(c) = self.client.content.as_ref() {
+            if self.palette.as_ref().is_none_or(|(d, _)| *d != c.digest) {
+                self.palette = Some((c.digest, Palette::new(&c.defs)));
+            }
         }
-        self.palette.as_ref().map(|(_, p)| p)
     }
 
     pub fn in_dungeon(&self) -> bool {
@@ -194,8 +194,9 @@ impl Session {
 
     /// The world's sprites for this frame and the camera that frames them.
     pub fn sprites(&mut self, alpha: f32, screen: (u32, u32), time: f32, out: &mut Vec<Sprite>) -> Option<Camera> {
-        let palette = self.palette()?.clone();
-        let defs = self.client.defs()?.clone();
+        self.refresh_palette();
+        let palette = &self.palette.as_ref()?.1;
+        let defs = self.client.defs()?;
         let v = self.client.view.as_ref()?;
         let snap = self.client.interpolated()?;
         let enemy_r: Vec<f32> = defs.enemies.iter().map(|e| e.radius).collect();
@@ -219,7 +220,7 @@ impl Session {
             portals: &portals,
             portal_radius: defs.hub.portal_radius,
         };
-        scene::build(&view, &palette, out);
+        scene::build(&view, palette, out);
         Some(Camera::fit(v.arena, screen, time))
     }
 

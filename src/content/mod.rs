@@ -42,6 +42,9 @@ pub struct Content {
     pub emitters: Arc<BTreeMap<String, EmitterSource>>,
     pub mods: Vec<ModSummary>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Why players' games would refuse this content's client-side part (the validator
+    /// they run on what they receive), found once at load; None when they would accept it.
+    pub client_refusal: Option<String>,
 }
 
 impl Content {
@@ -190,11 +193,12 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
         });
     }
     // What clients will receive must pass the very validator they run on it.
-    if let Err(e) = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&defs)) {
+    let client_refusal = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&defs)).err();
+    if let Some(e) = &client_refusal {
         diags.push(Diagnostic::error(None, None, format!("players' games would refuse this content: {e}")));
     }
     dedup(&mut diags);
-    Content { defs: Arc::new(defs), emitters: Arc::new(emitters), mods: summaries, diagnostics: diags }
+    Content { defs: Arc::new(defs), emitters: Arc::new(emitters), mods: summaries, diagnostics: diags, client_refusal }
 }
 
 fn dedup(d: &mut Vec<Diagnostic>) {

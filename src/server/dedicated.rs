@@ -70,7 +70,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     if !content.base_loaded() {
         bail!("the base game content did not load (see the errors above); run `hailfire mods check`");
     }
-    if let Err(e) = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&content.defs)) {
+    if let Some(e) = &content.client_refusal {
         bail!("players' games would refuse this server's content: {e}; run `hailfire mods check`");
     }
     for m in content.mods.iter().filter(|m| m.loaded) {

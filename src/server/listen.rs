@@ -28,8 +28,9 @@ pub struct ListenServer {
 impl ListenServer {
     pub fn start(content: Content, bind: SocketAddr, config: ServerConfig) -> anyhow::Result<ListenServer> {
         // Friends' games would refuse content that fails their validator: say so now.
-        crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&content.defs))
-            .map_err(|e| anyhow::anyhow!("players' games would refuse the mods you host: {e}"))?;
+        if let Some(e) = &content.client_refusal {
+            anyhow::bail!("players' games would refuse the mods you host: {e}");
+        }
         let local = LocalListener::new();
         let stop = Arc::new(AtomicBool::new(false));
         // The same identity as a dedicated server on this machine: friends pin it once.

@@ -56,7 +56,11 @@ impl Identity {
         let text = std::fs::read_to_string(path)?;
         let bytes = from_hex(text.trim())
             .filter(|b| b.len() == 64)
-            .ok_or_else(|| io::Error::other(format!("{}: not a Hailfire server key", path.display())))?;
+            .ok_or_else(|| {
+                io::Error::other(
+                    "not a Hailfire server key (move it away to make a new one; returning players will then be asked to trust the new key)",
+                )
+            })?;
         let mut public = [0u8; 32];
         public.copy_from_slice(&bytes[32..]);
         Ok(Identity { private: bytes[..32].to_vec(), public })
