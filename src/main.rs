@@ -104,7 +104,9 @@ enum Command {
         /// "Disconnect to menu".
         #[arg(long)]
         leave_after: Option<f64>,
-        /// clean, or bad (100 ms RTT, 20 ms jitter, 5 % loss through the link conditioner).
+        /// The link, through the link conditioner: clean; bad (100 ms RTT, 20 ms jitter,
+        /// 5 % loss, 1 % duplicates); far (200 ms, 30 ms, 10 %, 1 %); or explicit values
+        /// RTT,JITTER,LOSS[,DUPLICATE] such as 200ms,30ms,10%. Jitter is Gaussian per packet.
         #[arg(long, default_value = "clean")]
         link: String,
         /// Neither read nor write the content cache (always download the server's content
@@ -293,11 +295,10 @@ fn bot(
             return ExitCode::from(2);
         }
     };
-    let link = match link.as_str() {
-        "clean" => hailfire::net::LinkProfile::CLEAN,
-        "bad" => hailfire::net::LinkProfile::BAD,
-        other => {
-            eprintln!("hailfire bot: --link must be clean or bad, not '{other}'");
+    let link = match hailfire::net::LinkProfile::parse(&link) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("hailfire bot: --link {e}");
             return ExitCode::from(2);
         }
     };

@@ -242,7 +242,7 @@ fn run(inst: &mut Instance, defs: &hailfire::sim::Defs, from: u32, ticks: u32) -
 }
 
 fn spawned(ev: &[SimEvent]) -> Vec<hailfire::sim::BulletSpawn> {
-    ev.iter().filter_map(|e| if let SimEvent::BulletSpawned { spawn, .. } = e { Some(*spawn) } else { None }).collect()
+    ev.iter().flat_map(|e| e.spawned()).collect()
 }
 
 #[test]
@@ -253,7 +253,10 @@ fn ring_fan_and_shot_fire_what_they_say() {
     );
     let mut ev = Vec::new();
     inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
-    let s = spawned(&run(&mut inst, &defs, 1, 3));
+    let ev = run(&mut inst, &defs, 1, 3);
+    let bursts = ev.iter().filter(|e| matches!(e, SimEvent::BurstSpawned { .. })).count();
+    assert_eq!(bursts, 2, "the ring and the fan are one event each");
+    let s = spawned(&ev);
     assert_eq!(s.len(), 12 + 5 + 1);
     let ring_angles: Vec<f32> = s[..12].iter().map(|b| b.angle.rem_euclid(360.0)).collect();
     for (i, a) in ring_angles.iter().enumerate() {

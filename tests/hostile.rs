@@ -71,7 +71,7 @@ fn run(c: &Content, enemies: &[(&str, Vec2)], ticks: u32) -> Run {
                 match e {
                     SimEvent::ScriptError { message, .. } => out.errors.push(message),
                     SimEvent::ScriptLog { message, .. } => out.logs.push(message),
-                    SimEvent::BulletSpawned { .. } => out.shots += 1,
+                    SimEvent::BulletSpawned { .. } | SimEvent::BurstSpawned { .. } => out.shots += e.spawned().len(),
                     _ => {}
                 }
             }

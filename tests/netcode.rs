@@ -252,11 +252,14 @@ fn hello(c: &Content, version: u16) -> Vec<u8> {
 }
 
 fn input(tick: u32, buttons: u8) -> Vec<u8> {
-    ClientMsg::Input { newest_tick: tick, frames: vec![WireInput { mx: 100, my: 0, aim: 0, buttons }] }.encode()
+    ClientMsg::Input { newest_tick: tick, snap_ack: None, frames: vec![WireInput { mx: 100, my: 0, aim: 0, buttons }] }
+        .encode()
 }
 
 #[test]
 fn server_audits_input_per_the_validation_table() {
+    // A flood must be possible to detect: the queue holds less than the legal window.
+    const { assert!(hailfire::sim::INPUT_QUEUE_CAP < (INPUT_MAX_AGE + INPUT_MAX_LEAD + 1) as usize) };
     let (mut s, l, c) = raw_server();
     let mut r = Raw::new(&l);
     s.tick();
@@ -267,35 +270,47 @@ fn server_audits_input_per_the_validation_table() {
     r.pump();
     assert!(r.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
     let now = s.world.tick;
-    let dropped = |s: &Server<_>| s.stats.inputs_dropped;
     r.send(CH_INPUT, &input(now - INPUT_MAX_AGE - 5, 0));
     s.tick();
-    assert_eq!(dropped(&s), 1, "stale input dropped");
+    assert_eq!(s.stats.inputs_dropped, 1, "stale input dropped");
     r.send(CH_INPUT, &input(s.world.tick + INPUT_MAX_LEAD + 5, 0));
     s.tick();
-    assert_eq!(dropped(&s), 2, "input claiming the future dropped");
+    assert_eq!(s.stats.inputs_dropped, 2, "input claiming the future dropped");
     let t = s.world.tick + 1;
     r.send(CH_INPUT, &input(t, 0));
     s.tick();
     let p = s.world.player(1).unwrap();
     assert_eq!(p.last_input_tick, Some(t), "a good frame is consumed on its tick");
+    assert_eq!(s.stats.inputs_replayed, 0);
     r.send(CH_INPUT, &input(t, 0));
     s.tick();
     assert_eq!(s.world.player(1).unwrap().last_input_tick, Some(t), "a replay changes nothing");
-    // A flood: the queue stays capped.
+    assert_eq!(s.stats.inputs_replayed, 1, "and is counted as a replay");
+    let ahead = s.world.tick + 5;
+    r.send(CH_INPUT, &input(ahead, 0));
+    r.send(CH_INPUT, &input(ahead, 0));
+    s.tick();
+    assert_eq!(s.stats.inputs_duplicate, 1, "the second copy of a queued frame is a duplicate");
+    assert_eq!(s.stats.inputs_flooded, 0, "nothing so far is a flood");
+    // A flood: a frame for every legal future tick, more than the queue holds.
     let base_t = s.world.tick;
-    for k in 0..500u32 {
-        r.send(CH_INPUT, &input(base_t + 1 + (k % 40), 0));
+    for k in 1..=INPUT_MAX_LEAD {
+        r.send(CH_INPUT, &input(base_t + k, 0));
     }
     s.tick();
-    assert!(s.world.player(1).unwrap().queue.len() <= hailfire::sim::INPUT_QUEUE_CAP);
-    // (The flood also met the per-channel rate limit; let a second pass.)
+    let q = s.world.player(1).unwrap().queue.len();
+    assert!(q <= hailfire::sim::INPUT_QUEUE_CAP, "queue {q}");
+    assert!(
+        s.stats.inputs_flooded >= (INPUT_MAX_LEAD as usize - hailfire::sim::INPUT_QUEUE_CAP) as u64,
+        "the flood is counted: {}",
+        s.stats.inputs_flooded
+    );
     for _ in 0..61 {
         s.tick();
     }
     // Bytes that cannot express a legal frame are malformed, not obeyed.
     let mut bad = input(s.world.tick + 1, 0);
-    bad[6] = 127; // move axis beyond 1.00
+    bad[7] = 127; // move axis beyond 1.00
     r.send(CH_INPUT, &bad);
     s.tick();
     assert_eq!(s.stats.malformed, 1);
@@ -941,4 +956,71 @@ fn joiners_who_take_the_content_count_toward_capacity_and_must_answer_the_offer(
     s.tick();
     late.pump();
     assert!(late.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })), "{:?}", late.got);
+}
+
+// ------------------------------------------------------------------ 10. links measured
+
+#[derive(Debug)]
+struct FightReport {
+    ticks: u32,
+    coasted: u32,
+    longest_coast: u32,
+    pred_max: f32,
+    pred_mean: f64,
+    snaps: u64,
+    resyncs: u32,
+    lead_max: i64,
+    lead_mean: f64,
+}
+
+/// One bot fights in the Warden's Keep for `seconds` over `link` (kept alive); what the
+/// server and the client saw from the moment it entered the dungeon.
+fn fight_over(link: LinkProfile, seconds: u32) -> FightReport {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("far", link);
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
+    assert!(st.run_until(60 * 30, |_, cl| brain.think(cl), |st| st.clients[0]
+        .view
+        .as_ref()
+        .is_some_and(|v| !v.dungeon.is_empty())));
+    let id = st.clients[0].player_id.unwrap();
+    // Settle past the entry (the arrival resets prediction), then measure.
+    for _ in 0..60 {
+        st.step(|_, cl| brain.think(cl));
+    }
+    let p = st.server.world.player(id).unwrap();
+    let (c0, s0, r0) = (p.coasted, st.clients[0].stats.clone(), st.clients[0].stats.resyncs);
+    let (mut lead_max, mut lead_sum) = (0i64, 0i64);
+    let ticks = seconds * 60;
+    for _ in 0..ticks {
+        st.step(|_, cl| brain.think(cl));
+        if let Some(p) = st.server.world.player_mut(id) {
+            p.hp = 100;
+        }
+        let lead = st.clients[0].lead();
+        lead_max = lead_max.max(lead);
+        lead_sum += lead;
+    }
+    let cl = &st.clients[0];
+    let p = st.server.world.player(id).unwrap();
+    let n = cl.stats.pred_err_n - s0.pred_err_n;
+    FightReport {
+        ticks,
+        coasted: p.coasted - c0,
+        longest_coast: p.max_coast_run,
+        pred_max: cl.stats.pred_err_max,
+        pred_mean: (cl.stats.pred_err_sum - s0.pred_err_sum) / n.max(1) as f64,
+        snaps: cl.stats.snaps_over_threshold - s0.snaps_over_threshold,
+        resyncs: cl.stats.resyncs - r0,
+        lead_max,
+        lead_mean: lead_sum as f64 / ticks as f64,
+    }
+}
+
+#[test]
+fn far_link_measure() {
+    for link in [LinkProfile::CLEAN, LinkProfile::BAD, LinkProfile::FAR] {
+        let r = fight_over(link, 45);
+        eprintln!("{link}: {r:?} coast {:.2}%", r.coasted as f64 * 100.0 / r.ticks as f64);
+    }
 }

@@ -5,6 +5,7 @@
 use hailfire::protocol::content::ContentDigest;
 use hailfire::protocol::messages::*;
 use hailfire::protocol::*;
+use hailfire::sim::bullets::Burst;
 use hailfire::sim::{BulletSpawn, InputFrame, Team, Vec2};
 
 fn hex(b: &[u8]) -> String {
@@ -13,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 4, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 5, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -57,17 +58,23 @@ fn golden_content_messages() {
 }
 
 #[test]
-fn golden_input_three_frames_21_bytes() {
+fn golden_input_three_frames_22_bytes() {
     let frames = vec![
         WireInput { mx: 100, my: -100, aim: 0x4000, buttons: 1 },
         WireInput { mx: 0, my: 50, aim: 0, buttons: 0 },
         WireInput { mx: -1, my: 0, aim: 0xffff, buttons: 7 },
     ];
-    let m = ClientMsg::Input { newest_tick: 0x01020304, frames };
+    // The newest snapshot held is 5 ticks older than the newest frame: zigzag(5) + 1 = 11.
+    let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: Some(0x01020304 - 5), frames: frames.clone() };
     let b = m.encode();
-    assert_eq!(b.len(), 21);
-    assert_eq!(hex(&b), "02 03 04 03 02 01 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
+    assert_eq!(b.len(), 22);
+    assert_eq!(hex(&b), "02 03 04 03 02 01 0b 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
     assert_eq!(ClientMsg::decode(&b).unwrap(), m);
+    // No snapshot yet (0), and one newer than the frame (a negative distance) round trip.
+    for ack in [None, Some(0x01020304 + 9), Some(0)] {
+        let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: ack, frames: frames.clone() };
+        assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+    }
 }
 
 #[test]
@@ -112,9 +119,51 @@ fn golden_events_spawn_is_about_15_bytes() {
         ],
     };
     let b = m.encode();
-    assert_eq!(hex(&b), "16 02 4d 00 00 00 04 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 02 01 02 04 00 04 05 01");
+    assert_eq!(hex(&b), "16 02 4d 04 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 02 01 02 04 00 04 05 01");
     // Spawn event: tag + 15 bytes here (a uid far from the previous one costs 2 extra).
     assert_eq!(ServerMsg::decode(&b).unwrap(), m);
+}
+
+fn burst() -> Burst {
+    let shape = BulletSpawn { uid: 2000, accel: 0.04, max_speed: 4.0, ..spawn() };
+    Burst::new(shape, 24, 12.5, 65536, 24, 0.0)
+}
+
+#[test]
+fn golden_burst_a_whole_ring_in_about_20_bytes() {
+    let b = burst();
+    let m = ServerMsg::Events { instance: 2, tick: 77, events: vec![WireEvent::Burst(b)] };
+    let bytes = m.encode();
+    assert_eq!(
+        hex(&bytes),
+        "16 02 4d 01 08 0a a0 1f 18 03 91 01 ca 00 e4 08 80 80 04 18 80 02 10 ac 02 a4 00 00 04"
+    );
+    assert!(bytes.len() - 5 <= 24, "24 bullets in {} bytes (24 separate spawns took 15 + 23 x 8)", bytes.len() - 5);
+    assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
+    // The expansion: 24 bullets, consecutive uids, a full turn in equal grid steps.
+    let s: Vec<BulletSpawn> = b.spawns().collect();
+    assert_eq!(s.len(), 24);
+    assert_eq!(s[0].uid, 2000);
+    assert_eq!(s[23].uid, 2023);
+    assert_eq!(b.last_uid(), 2023);
+    for (i, x) in s.iter().enumerate() {
+        let q = hailfire::sim::bullets::grid::angle_q(x.angle) as u32;
+        assert_eq!(q, (b.angle0 as u32 + (i as u32 * 65536) / 24) % 65536, "bullet {i}");
+        assert_eq!(*x, x.quantized(), "on the grid");
+        assert_eq!((x.speed, x.accel, x.max_speed, x.pos), (b.shape.speed, b.shape.accel, b.shape.max_speed, b.shape.pos));
+    }
+    // A spawn after a burst may repeat its shape, and uid deltas continue from its last.
+    let after = BulletSpawn { uid: 2024, angle: 33.0, ..s[0] }.quantized();
+    let m = ServerMsg::Events { instance: 2, tick: 77, events: vec![WireEvent::Burst(b), WireEvent::Spawn(after)] };
+    let bytes2 = m.encode();
+    assert_eq!(bytes2.len(), bytes.len() + 1 + 8, "the spawn after it is an 8-byte repeat");
+    assert_eq!(ServerMsg::decode(&bytes2).unwrap(), m);
+    // Counts and steps that cannot be expanded are refused.
+    for (at, v) in [(8usize, 0u8), (19, 0)] {
+        let mut bad = bytes.clone();
+        bad[at] = v;
+        assert!(ServerMsg::decode(&bad).is_err(), "byte {at} = {v}");
+    }
 }
 
 #[test]
@@ -131,20 +180,20 @@ fn golden_events_ring_repeats_cost_8_bytes() {
     let bytes = m.encode();
     assert_eq!(
         hex(&bytes),
-        "16 02 4d 00 00 00 03 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 01 20 02 91 01 ca 00 55 95 01 30 02 91 01 ca 00 ab ea 01"
+        "16 02 4d 03 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 01 20 02 91 01 ca 00 55 95 01 30 02 91 01 ca 00 ab ea 01"
     );
     assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
     // A repeat with nothing before it is malformed, not a panic.
-    let bad = [22u8, 2, 77, 0, 0, 0, 1, 1, 32, 2, 0, 0, 0, 0, 0, 0];
+    let bad = [22u8, 2, 77, 1, 1, 32, 2, 0, 0, 0, 0, 0, 0];
     assert!(ServerMsg::decode(&bad).is_err());
 }
 
-#[test]
-fn golden_snapshot() {
-    let s = Snapshot {
+fn snapshot() -> Snapshot {
+    Snapshot {
         instance: 1,
         tick: 600,
         last_input_tick: Some(598),
+        arrivals: Some(Arrivals { first_tick: 610, margins: vec![9, -1, ARRIVAL_MISSING] }),
         players: vec![SnapPlayer {
             id: 1,
             pos: Vec2::new(480.0, 600.125),
@@ -155,15 +204,75 @@ fn golden_snapshot() {
         }],
         enemies: vec![SnapEnemy { id: 3, def: 2, pos: Vec2::new(10.0, 20.0), hp: 60 }],
         boss: Some(SnapBoss { def: 1, pos: Vec2::new(480.0, 160.0), hp: 2000, max_hp: 2400, phase: 1 }),
-    };
-    let m = ServerMsg::Snapshot(s);
-    let b = m.encode();
+    }
+}
+
+#[test]
+fn golden_snapshot_whole() {
+    let s = snapshot();
+    let m = SnapshotMsg::diff(None, &s, Some(1));
+    let b = ServerMsg::Snapshot(m.clone()).encode();
     assert_eq!(
         hex(&b),
-        "1e 01 58 02 00 00 03 01 01 00 0f c1 12 5a 01 00 c0 01 03 02 50 00 a0 00 3c 01 01 00 0f 00 05 d0 0f e0 12 01"
+        "1e 01 d8 04 00 03 03 14 09 ff 80 01 01 80 00 0f c1 12 5a 01 00 c0 01 01 00 0f 00 05 d0 0f e0 12 01 01 03 80 02 50 00 a0 00 3c"
     );
-    assert_eq!(ServerMsg::decode(&b).unwrap(), m);
-    assert!(b.len() < 1200, "snapshots stay far under one MTU");
+    assert_eq!(ServerMsg::decode(&b).unwrap(), ServerMsg::Snapshot(m.clone()));
+    assert_eq!(m.apply(None).unwrap(), s, "a whole snapshot rebuilds exactly");
+}
+
+#[test]
+fn delta_snapshots_carry_only_what_changed_and_rebuild_exactly() {
+    let base = snapshot();
+    let mut s = snapshot();
+    s.tick = 603;
+    s.last_input_tick = Some(601);
+    s.arrivals = None;
+    s.players[0].pos = Vec2::new(484.0, 600.125); // moved 4 px right: +32 on the 1/8 grid
+    s.players[0].aim = 10;
+    s.boss.as_mut().unwrap().hp = 1990;
+    // The enemy is unchanged; a second one appears; a second player joins.
+    s.enemies.push(SnapEnemy { id: 4, def: 0, pos: Vec2::new(30.0, 40.0), hp: 10 });
+    s.players.push(SnapPlayer { id: 2, pos: Vec2::new(1.0, 2.0), hp: 100, flags: 0, escape: 0, aim: 0 });
+    let m = SnapshotMsg::diff(Some(&base), &s, Some(1));
+    assert_eq!(m.base, Some(600));
+    let b = ServerMsg::Snapshot(m.clone()).encode();
+    assert_eq!(
+        hex(&b),
+        "1e 01 db 04 03 03 00 02 01 11 40 00 0a 02 80 08 00 10 00 64 00 00 00 02 02 c6 0f 02 03 00 04 80 00 f0 00 40 01 0a"
+    );
+    let whole = ServerMsg::Snapshot(SnapshotMsg::diff(None, &s, Some(1))).encode();
+    assert!(b.len() + 8 < whole.len(), "a delta ({} bytes) is smaller than the whole ({} bytes)", b.len(), whole.len());
+    let ServerMsg::Snapshot(back) = ServerMsg::decode(&b).unwrap() else { panic!() };
+    assert_eq!(back.apply(Some(&base)).unwrap(), s.clone().quantized(), "base + delta = the new snapshot");
+    // Without the base (or with another one) it is refused, not guessed.
+    assert!(back.apply(None).is_err());
+    let mut other = base.clone();
+    other.tick = 597;
+    assert!(back.apply(Some(&other)).is_err());
+    // Entities gone from the new snapshot are gone from the rebuilt one.
+    let mut gone = s.clone();
+    gone.enemies.clear();
+    gone.boss = None;
+    let r = SnapshotMsg::diff(Some(&base), &gone, Some(1)).apply(Some(&base)).unwrap();
+    assert!(r.enemies.is_empty() && r.boss.is_none());
+}
+
+#[test]
+fn a_snapshot_always_fits_one_datagram_and_keeps_the_receiver() {
+    let mut s = snapshot();
+    s.players = (1..=200u32)
+        .map(|id| SnapPlayer { id: id * 100_000, pos: Vec2::new(100.0, 100.0), hp: 1, flags: 0, escape: 0, aim: 0 })
+        .collect();
+    s.enemies = (0..500u32)
+        .map(|id| SnapEnemy { id: id * 1_000_000, def: 300, pos: Vec2::new(5.0, 5.0), hp: 1_000_000 })
+        .collect();
+    let own = 200 * 100_000;
+    let m = SnapshotMsg::diff(None, &s, Some(own));
+    let b = ServerMsg::Snapshot(m.clone()).encode();
+    assert!(b.len() <= SNAPSHOT_BUDGET + 64, "{} bytes", b.len());
+    assert!(m.players.iter().any(|p| p.id == own), "the receiver is never the one left out");
+    let r = m.apply(None).unwrap();
+    assert!(!r.enemies.is_empty() && r.enemies.len() < 500);
 }
 
 #[test]
@@ -213,14 +322,15 @@ fn the_encoding_is_a_validator() {
     let back = w.to_frame(1);
     assert!(back.mv.length() <= 1.0 + 1e-6 || back.mv.x.abs() <= 1.0 && back.mv.y.abs() <= 1.0);
     // Hand-made bytes that claim more are refused, not clamped into something legal.
-    let mut b = ClientMsg::Input { newest_tick: 1, frames: vec![w] }.encode();
-    b[6] = 101;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, frames: vec![w] }.encode();
+    b[7] = 101;
     assert!(ClientMsg::decode(&b).is_err());
-    let mut b = ClientMsg::Input { newest_tick: 1, frames: vec![w] }.encode();
-    b[10] = 0x08;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, frames: vec![w] }.encode();
+    b[11] = 0x08;
     assert!(ClientMsg::decode(&b).is_err(), "unknown button bit");
-    let b = [2u8, 4, 0, 0, 0, 0];
-    assert!(ClientMsg::decode(&b).is_err(), "more than three frames");
+    let mut b = vec![2u8, 9, 0, 0, 0, 0, 0];
+    b.extend(std::iter::repeat_n([0u8; 5], 9).flatten());
+    assert!(ClientMsg::decode(&b).is_err(), "more than eight frames");
 }
 
 #[test]
@@ -230,15 +340,9 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
         ClientMsg::Hello { version: 1, content: ContentDigest([9; 32]), name: "x".into() }.encode(),
         ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
         ServerMsg::ContentChunk { offset: 77, data: vec![5; 40] }.encode(),
-        ServerMsg::Snapshot(Snapshot {
-            instance: 1,
-            tick: 2,
-            last_input_tick: None,
-            players: vec![],
-            enemies: vec![],
-            boss: None,
-        })
-        .encode(),
+        ServerMsg::Snapshot(SnapshotMsg::diff(None, &snapshot(), Some(1))).encode(),
+        ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &snapshot(), Some(1))).encode(),
+        ServerMsg::Events { instance: 1, tick: 2, events: vec![WireEvent::Burst(burst())] }.encode(),
         ServerMsg::Events { instance: 1, tick: 2, events: vec![WireEvent::Spawn(spawn())] }.encode(),
         ServerMsg::Roster { instance: 1, players: vec![(1, "a".into())] }.encode(),
     ];

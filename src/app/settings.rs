@@ -169,10 +169,11 @@ impl Settings {
         for v in [&mut self.master_volume, &mut self.sfx_volume, &mut self.music_volume] {
             *v = if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.8 };
         }
-        self.name = self.name.chars().filter(|c| !c.is_control()).take(crate::protocol::messages::MAX_NAME).collect();
-        if self.name.trim().is_empty() {
-            self.name = "Pilot".into();
-        }
+        self.name = if self.name.chars().all(|c| c.is_control() || c.is_whitespace()) {
+            "Pilot".into()
+        } else {
+            crate::protocol::names::sanitize(&self.name)
+        };
         self.recent_servers.truncate(8);
         let defaults = default_bindings();
         for a in Action::ALL {

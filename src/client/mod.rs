@@ -1,7 +1,22 @@
-//! The predicting client: input numbering ahead of the server with a lead kept inside a
-//! band, an ack-stall detector, prediction and reconciliation of the local player through
-//! the server's own movement function, interpolation of everything else, and the bullet
+//! The predicting client: input numbering ahead of the server with a lead that adapts to
+//! how early the server says each frame arrived (kept inside a band), an ack-stall
+//! detector, prediction and reconciliation of the local player through the server's own
+//! movement function, interpolation of everything else, delta snapshots, and the bullet
 //! replica. It is transport-agnostic: the host's client and a remote one are the same.
+//!
+//! # The input lead controller
+//! Every frame is numbered `lead` ticks ahead of the client's estimate of the server's
+//! tick. The server reports, per frame, its arrival margin `m` (how many ticks before it
+//! was needed it arrived). With `l` the lead the frame was sent with, `r = l - m` is the
+//! lead that frame needed: the round trip, the jitter and any loss it met (a lost copy
+//! arrives a tick later, in the next packet), all measured as the server saw them. The
+//! target lead is the 99th percentile of `r` over the last `LEAD_WINDOW` frames plus
+//! `LEAD_SAFETY`; a frame that arrived late raises the target at once to cover it, and the
+//! target falls by at most one tick per `LEAD_SHRINK_TICKS` when the link calms. The lead
+//! follows the target by numbering two frames in one tick (both carry the current input,
+//! so the server never coasts through the gap) or, to shrink, by pausing the numbering for
+//! a tick now and then. Redundancy (copies of recent frames per packet) grows with the
+//! snapshot loss the client measures and with frames the server reports missing.
 
 pub mod bot;
 pub mod replica;
@@ -24,6 +39,20 @@ pub const INPUT_LEAD_MIN: i64 = 3;
 pub const INPUT_LEAD_MAX: i64 = 20;
 /// Lead with no latency information yet.
 pub const INPUT_TARGET_LEAD: i64 = 4;
+/// Frames (arrival reports) the lead controller remembers: 10 s of input.
+pub const LEAD_WINDOW: usize = 600;
+/// The share of frames the lead must cover, and the margin kept above it, ticks.
+pub const LEAD_PERCENTILE: f64 = 0.99;
+pub const LEAD_SAFETY: f64 = 1.0;
+/// The target lead falls by at most one tick this often once the link calms (2 s).
+pub const LEAD_SHRINK_TICKS: u64 = 120;
+/// While the lead is above its target, the numbering pauses one tick in this many (one in
+/// `LEAD_PAUSE_FAST` when it is far above, after a clock jump).
+pub const LEAD_PAUSE_EVERY: u64 = 20;
+pub const LEAD_PAUSE_FAST: u64 = 2;
+/// Frames are resent in this many packets after their own while a reported missing frame
+/// is this recent (ticks).
+pub const MISSING_MEMORY_TICKS: u64 = 600;
 /// Snapshots without `last_input_tick` advancing before the client re-syncs.
 pub const INPUT_ACK_STALL_LIMIT: u32 = 8;
 /// Reconciliation: an error beyond this snaps; smaller errors blend.
@@ -77,6 +106,17 @@ pub struct ClientStats {
     /// Exponential average of recent prediction error, px.
     pub pred_err_recent: f32,
     pub snaps_over_threshold: u64,
+    /// Frames the server reported arriving late (after their tick) or never.
+    pub late_frames: u64,
+    pub missing_frames: u64,
+    /// Snapshots that could not be rebuilt (their base was unknown).
+    pub snapshots_unresolved: u64,
+    pub snapshots_delta: u64,
+    /// The lead controller's current target, and the copies each input packet carries.
+    pub lead_target: i64,
+    pub redundancy: usize,
+    /// The client's estimate of snapshot loss (0..1).
+    pub loss: f32,
     pub resyncs: u32,
     pub stall_resyncs: u32,
     pub snapshots: u64,
@@ -160,7 +200,24 @@ pub struct Client<T: Transport> {
     /// Tick number of the next input frame.
     pub input_tick: u32,
     last_sent: Option<u32>,
-    late_bonus: f64,
+    /// Client ticks since joining.
+    ticks: u64,
+    /// The lead each recent frame was sent with (tick, input tick minus estimate).
+    sent_lead: VecDeque<(u32, f32)>,
+    /// The lead each reported frame needed (see the module docs), newest last.
+    needed: VecDeque<f32>,
+    /// The controller's target (0: no report yet), when it last changed, and when the
+    /// numbering last paused.
+    target: i64,
+    target_at: u64,
+    paused_at: u64,
+    /// Snapshot loss estimate: decayed counts of snapshots expected and received.
+    snaps_expected: f32,
+    snaps_got: f32,
+    missing_at: Option<u64>,
+    /// Rebuilt snapshots that deltas may be based on, and the newest one's tick.
+    snap_hist: VecDeque<Snapshot>,
+    snap_ack: Option<u32>,
     last_acked: Option<u32>,
     stall: u32,
     unacked: VecDeque<InputFrame>,
@@ -184,7 +241,7 @@ impl<T: Transport> Client<T> {
         Client {
             net,
             phase: Phase::Connecting,
-            name: name.chars().take(MAX_NAME).collect(),
+            name: crate::protocol::names::sanitize(name),
             installed,
             content: None,
             incoming: None,
@@ -198,7 +255,17 @@ impl<T: Transport> Client<T> {
             est: 0.0,
             input_tick: 0,
             last_sent: None,
-            late_bonus: 0.0,
+            ticks: 0,
+            sent_lead: VecDeque::new(),
+            needed: VecDeque::new(),
+            target: 0,
+            target_at: 0,
+            paused_at: 0,
+            snaps_expected: 0.0,
+            snaps_got: 0.0,
+            missing_at: None,
+            snap_hist: VecDeque::new(),
+            snap_ack: None,
             last_acked: None,
             stall: 0,
             unacked: VecDeque::new(),
@@ -247,27 +314,109 @@ impl<T: Transport> Client<T> {
         self.phase = Phase::Closed;
     }
 
-    /// The lead the client aims for: latency plus margin, plus what lateness taught it.
+    /// The lead the client aims for: the controller's target once the server has reported
+    /// arrivals, else the round trip plus two ticks.
     pub fn target_lead(&self) -> i64 {
+        if self.target > 0 {
+            return self.target;
+        }
         let rtt_ticks = self.net.stats(0).rtt_ms as f64 * TICK_RATE as f64 / 1000.0;
-        let t = (rtt_ticks + 2.0 + self.late_bonus).ceil() as i64;
-        t.clamp(INPUT_LEAD_MIN + 1, INPUT_LEAD_MAX - 2).max(INPUT_TARGET_LEAD)
+        let t = (rtt_ticks + 2.0).ceil() as i64;
+        t.clamp(INPUT_LEAD_MIN + 1, INPUT_LEAD_MAX - 1).max(INPUT_TARGET_LEAD)
+    }
+
+    /// The server tick the client believes is current. `est` is a running sum corrected in
+    /// small steps, so it sits a hair under a whole tick: that must not count as a tick.
+    fn est_tick(&self) -> i64 {
+        (self.est + 1e-6).floor() as i64
     }
 
     pub fn lead(&self) -> i64 {
-        self.input_tick as i64 - self.est.floor() as i64
+        self.input_tick as i64 - self.est_tick()
+    }
+
+    /// Copies of recent frames each input packet carries: more when snapshots are being
+    /// lost (the uplink is likely as lossy) or a frame was reported missing lately.
+    pub fn redundancy(&self) -> usize {
+        let loss = self.loss_estimate();
+        let mut n = if loss < 0.02 {
+            INPUT_REDUNDANCY
+        } else if loss < 0.06 {
+            4
+        } else if loss < 0.12 {
+            5
+        } else {
+            6
+        };
+        if self.missing_at.is_some_and(|t| self.ticks.saturating_sub(t) < MISSING_MEMORY_TICKS) {
+            n += 1;
+        }
+        n.min(MAX_INPUT_FRAMES)
+    }
+
+    /// Share of snapshots lost recently (0..1).
+    pub fn loss_estimate(&self) -> f32 {
+        if self.snaps_expected < 20.0 {
+            0.0
+        } else {
+            (1.0 - self.snaps_got / self.snaps_expected).clamp(0.0, 1.0)
+        }
     }
 
     /// For tests: pretend the client's clock jumped `ticks` ahead (or behind).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn inject_drift(&mut self, ticks: i64) {
         self.input_tick = (self.input_tick as i64 + ticks).max(0) as u32;
     }
 
     /// For tests: shift the server-tick estimate and the input numbering together, so the
     /// lead looks normal while every input lands outside the server's window.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn inject_clock_error(&mut self, ticks: i64) {
         self.est += ticks as f64;
         self.input_tick = (self.input_tick as i64 + ticks).max(0) as u32;
+    }
+
+    /// Takes the server's arrival report into the controller (see the module docs).
+    fn on_arrivals(&mut self, a: &Arrivals) {
+        let mut late_need: Option<f32> = None;
+        for (k, &m) in a.margins.iter().enumerate() {
+            let t = a.first_tick.wrapping_add(k as u32);
+            if m == ARRIVAL_MISSING {
+                self.stats.missing_frames += 1;
+                self.missing_at = Some(self.ticks);
+                continue;
+            }
+            let Some(&(_, sent)) = self.sent_lead.iter().find(|(st, _)| *st == t) else { continue };
+            let need = sent - m as f32;
+            if m < 0 {
+                self.stats.late_frames += 1;
+                late_need = Some(late_need.map_or(need, |l: f32| l.max(need)));
+            }
+            self.needed.push_back(need);
+            while self.needed.len() > LEAD_WINDOW {
+                self.needed.pop_front();
+            }
+        }
+        if self.needed.is_empty() {
+            return;
+        }
+        let mut v: Vec<f32> = self.needed.iter().copied().collect();
+        let k = ((v.len() as f64 * LEAD_PERCENTILE).ceil() as usize).clamp(1, v.len()) - 1;
+        let (_, p, _) = v.select_nth_unstable_by(k, f32::total_cmp);
+        let mut want = *p as f64 + LEAD_SAFETY;
+        if let Some(l) = late_need {
+            want = want.max(l as f64 + LEAD_SAFETY);
+        }
+        let want = (want.ceil() as i64).clamp(INPUT_LEAD_MIN + 1, INPUT_LEAD_MAX - 1);
+        if self.target == 0 || want > self.target {
+            self.target = want;
+            self.target_at = self.ticks;
+        } else if want < self.target && self.ticks.saturating_sub(self.target_at) >= LEAD_SHRINK_TICKS {
+            self.target -= 1;
+            self.target_at = self.ticks;
+        }
+        self.stats.lead_target = self.target;
     }
 
     fn resync(&mut self, stall: bool) {
@@ -278,7 +427,7 @@ impl<T: Transport> Client<T> {
         if let Some(s) = self.view.as_ref().and_then(|v| v.latest()) {
             self.est = s.tick as f64;
         }
-        let mut t = self.est.floor() as i64 + self.target_lead();
+        let mut t = self.est_tick() + self.target_lead();
         if let Some(a) = self.last_acked {
             t = t.max(a as i64 + 1);
         }
@@ -326,6 +475,7 @@ impl<T: Transport> Client<T> {
         if !self.is_joined() {
             return;
         }
+        self.ticks += 1;
         self.est += 1.0;
         let lead = self.lead();
         if !(INPUT_LEAD_MIN..=INPUT_LEAD_MAX).contains(&lead) {
@@ -333,10 +483,13 @@ impl<T: Transport> Client<T> {
         }
         let target = self.target_lead();
         let lead = self.lead();
-        let step = if lead > target + 2 {
-            0
-        } else if lead < target - 1 {
+        // Grow at once (two frames this tick); shrink gently (pause now and then).
+        let pause_every = if lead > target + 4 { LEAD_PAUSE_FAST } else { LEAD_PAUSE_EVERY };
+        let step = if lead < target {
             2
+        } else if lead > target && self.ticks.saturating_sub(self.paused_at) >= pause_every {
+            self.paused_at = self.ticks;
+            0
         } else {
             1
         };
@@ -345,33 +498,44 @@ impl<T: Transport> Client<T> {
         if self.last_sent.is_some_and(|l| self.input_tick <= l) {
             self.send_input();
         } else {
-            let frame = InputFrame { tick: self.input_tick, mv: input.mv, aim: input.aim, buttons: input.buttons };
-            // What the server will apply is the quantized frame: predict with exactly that.
-            let frame = WireInput::from_frame(&frame).to_frame(frame.tick);
-            let prev = self.last_sent;
+            // Every tick from the last one sent up to the new number gets this input (the
+            // server would otherwise coast through the gap), except ticks too old for one
+            // packet to carry, through which the server will coast on the previous frame.
+            let redundancy = self.redundancy() as u32;
+            let first = self.last_sent.map_or(self.input_tick, |l| l + 1);
+            let fill_from = first.max(self.input_tick.saturating_sub(redundancy - 1));
             let held = self.recent.back().map_or(Vec2::ZERO, |f| f.mv);
-            self.unacked.push_back(frame);
-            self.recent.push_back(frame);
-            while self.recent.len() > INPUT_REDUNDANCY {
+            let can_move = self.own_can_move();
+            let arena = self.view.as_ref().map(|v| v.arena);
+            let mut pos = self.pred;
+            if let (Some(p), Some(arena), true) = (pos.as_mut(), arena, can_move) {
+                for _ in first..fill_from {
+                    *p = step_player(*p, held, arena);
+                }
+            }
+            for t in fill_from..=self.input_tick {
+                let frame = InputFrame { tick: t, mv: input.mv, aim: input.aim, buttons: input.buttons };
+                // What the server will apply is the quantized frame: predict with exactly that.
+                let frame = WireInput::from_frame(&frame).to_frame(t);
+                self.unacked.push_back(frame);
+                self.recent.push_back(frame);
+                self.sent_lead.push_back((t, (t as i64 - self.est_tick()) as f32));
+                if let (Some(p), Some(arena), true) = (pos.as_mut(), arena, can_move) {
+                    *p = step_player(*p, frame.mv, arena);
+                }
+            }
+            while self.recent.len() > MAX_INPUT_FRAMES {
                 self.recent.pop_front();
             }
-            self.last_sent = Some(frame.tick);
-            self.send_input();
-            // Predict: the server coasts on the previous frame through any skipped tick.
-            if let (Some(p), Some(v)) = (self.pred, &self.view) {
-                let arena = v.arena;
-                let mut pos = p;
-                if self.own_can_move() {
-                    if let Some(prev) = prev {
-                        for _ in prev + 1..frame.tick {
-                            pos = step_player(pos, held, arena);
-                        }
-                    }
-                    pos = step_player(pos, frame.mv, arena);
-                }
-                self.pred = Some(pos);
+            while self.sent_lead.len() > 256 {
+                self.sent_lead.pop_front();
             }
+            self.pred = pos;
+            self.last_sent = Some(self.input_tick);
+            self.send_input();
         }
+        self.stats.redundancy = self.redundancy();
+        self.stats.loss = self.loss_estimate();
         self.step_replica();
     }
 
@@ -384,13 +548,13 @@ impl<T: Transport> Client<T> {
         let Some(newest) = self.recent.back().map(|f| f.tick) else { return };
         // Newest first, consecutive ticks only (a gap ends the redundancy).
         let mut frames = Vec::new();
-        for (k, f) in self.recent.iter().rev().enumerate() {
+        for (k, f) in self.recent.iter().rev().take(self.redundancy()).enumerate() {
             if f.tick != newest.wrapping_sub(k as u32) {
                 break;
             }
             frames.push(WireInput::from_frame(f));
         }
-        let msg = ClientMsg::Input { newest_tick: newest, frames };
+        let msg = ClientMsg::Input { newest_tick: newest, snap_ack: self.snap_ack, frames };
         self.net.send(0, CH_INPUT, &msg.encode());
         self.stats.inputs_sent += 1;
     }
@@ -517,11 +681,29 @@ impl<T: Transport> Client<T> {
                         WireEvent::Sfx { name, pos } => {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
-                        WireEvent::Spawn(_) | WireEvent::Despawn { .. } => {}
+                        WireEvent::Spawn(_) | WireEvent::Burst(_) | WireEvent::Despawn { .. } => {}
                     }
                 }
             }
-            ServerMsg::Snapshot(s) => self.on_snapshot(s),
+            ServerMsg::Snapshot(m) => {
+                let base = m.base.and_then(|b| self.snap_hist.iter().find(|h| h.tick == b && h.instance == m.instance));
+                match m.apply(base) {
+                    Ok(s) => {
+                        if m.base.is_some() {
+                            self.stats.snapshots_delta += 1;
+                        }
+                        if self.snap_ack.is_none_or(|a| s.tick > a) {
+                            self.snap_ack = Some(s.tick);
+                        }
+                        self.snap_hist.push_back(s.clone());
+                        while self.snap_hist.len() > 64 {
+                            self.snap_hist.pop_front();
+                        }
+                        self.on_snapshot(s)
+                    }
+                    Err(_) => self.stats.snapshots_unresolved += 1,
+                }
+            }
         }
     }
 
@@ -611,6 +793,17 @@ impl<T: Transport> Client<T> {
             return;
         }
         self.stats.snapshots += 1;
+        // Snapshot loss, from the gaps in the ticks of those that arrive.
+        if let Some(l) = v.latest() {
+            let expected = (s.tick - l.tick).div_ceil(SNAPSHOT_EVERY_TICKS).clamp(1, 20) as f32;
+            self.snaps_expected = self.snaps_expected * 0.99 + expected;
+            self.snaps_got = self.snaps_got * 0.99 + 1.0;
+        }
+        if let Some(a) = &s.arrivals {
+            let a = a.clone();
+            self.on_arrivals(&a);
+        }
+        let Some(v) = self.view.as_mut() else { return };
         // Clock: follow the snapshot stream gently, jump when far off.
         let err = s.tick as f64 - self.est;
         if err.abs() > 10.0 {
@@ -626,16 +819,11 @@ impl<T: Transport> Client<T> {
         while v.snaps.len() > 4 {
             v.snaps.pop_front();
         }
-        // Ack-stall detector and lateness.
+        // Ack-stall detector.
         match ack {
             Some(l) if Some(l) != self.last_acked => {
                 self.stall = 0;
                 self.last_acked = Some(l);
-                if l < tick {
-                    self.late_bonus = (self.late_bonus + (tick - l) as f64).min(12.0);
-                } else {
-                    self.late_bonus = (self.late_bonus - 0.02).max(0.0);
-                }
             }
             _ if self.last_sent.is_some() => self.stall += 1,
             _ => {}

@@ -34,6 +34,11 @@ impl Replica {
     pub fn apply(&mut self, e: &WireEvent) {
         match e {
             WireEvent::Spawn(s) => self.spawn(s),
+            WireEvent::Burst(b) => {
+                for s in b.spawns() {
+                    self.spawn(&s);
+                }
+            }
             WireEvent::Hit { uid, .. } | WireEvent::Despawn { uid } if !self.pool.despawn(*uid) => {
                 self.future.retain(|f| f.uid != *uid);
             }

@@ -1,5 +1,6 @@
 //! A link conditioner: wraps any transport and makes both directions late, jittery, lossy,
-//! duplicating and (through jitter) reordering. Reliable channels are never lost, only
+//! duplicating and (through jitter) reordering. Jitter is Gaussian and drawn per packet, so
+//! unreliable packets overtake each other as they do on a real congested path. Reliable channels are never lost, only
 //! delayed as a retransmission would delay them, and stay in order; sequenced channels
 //! drop a packet that arrives after a newer one, as ENet does. Used by tests and the bot.
 
@@ -14,6 +15,8 @@ use crate::sim::rng::Rng;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkProfile {
     pub rtt_ms: f32,
+    /// Standard deviation of each packet's one-way delay, ms (Gaussian, per packet, cut at
+    /// four deviations so a delay is never negative or absurd).
     pub jitter_ms: f32,
     /// Probability a packet is lost (unreliable: gone; reliable: resent one RTT later).
     pub loss: f32,
@@ -29,6 +32,63 @@ impl LinkProfile {
     /// The "bad link" of the test plan: 100 ms RTT, 20 ms jitter, 5 % loss.
     pub const BAD: LinkProfile =
         LinkProfile { rtt_ms: 100.0, jitter_ms: 20.0, loss: 0.05, duplicate: 0.01, outgoing_blackout: false };
+    /// A player far from the server: 200 ms RTT, 30 ms jitter, 10 % loss, 1 % duplicates.
+    pub const FAR: LinkProfile =
+        LinkProfile { rtt_ms: 200.0, jitter_ms: 30.0, loss: 0.10, duplicate: 0.01, outgoing_blackout: false };
+
+    /// `clean`, `bad`, `far`, or explicit values `RTT,JITTER,LOSS[,DUPLICATE]` such as
+    /// `200ms,30ms,10%` or `150,10,2%,1%` (milliseconds; percentages or fractions).
+    pub fn parse(s: &str) -> Result<LinkProfile, String> {
+        match s.trim() {
+            "clean" => return Ok(LinkProfile::CLEAN),
+            "bad" => return Ok(LinkProfile::BAD),
+            "far" => return Ok(LinkProfile::FAR),
+            _ => {}
+        }
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        if !(3..=4).contains(&parts.len()) {
+            return Err(format!(
+                "'{s}': expected clean, bad, far or RTT,JITTER,LOSS[,DUPLICATE] such as 200ms,30ms,10%"
+            ));
+        }
+        let ms = |v: &str, what: &str| -> Result<f32, String> {
+            let n = v.strip_suffix("ms").unwrap_or(v).trim();
+            match n.parse::<f32>() {
+                Ok(x) if x.is_finite() && (0.0..=10_000.0).contains(&x) => Ok(x),
+                _ => Err(format!("'{s}': {what} '{v}' must be milliseconds between 0 and 10000 (like 200ms)")),
+            }
+        };
+        let frac = |v: &str, what: &str| -> Result<f32, String> {
+            let (n, scale) = match v.strip_suffix('%') {
+                Some(n) => (n.trim(), 100.0),
+                None => (v, 1.0),
+            };
+            match n.parse::<f32>() {
+                Ok(x) if x.is_finite() && (0.0..=1.0).contains(&(x / scale)) => Ok(x / scale),
+                _ => Err(format!("'{s}': {what} '{v}' must be a percentage between 0% and 100% (like 10%)")),
+            }
+        };
+        Ok(LinkProfile {
+            rtt_ms: ms(parts[0], "the round trip")?,
+            jitter_ms: ms(parts[1], "the jitter")?,
+            loss: frac(parts[2], "the loss")?,
+            duplicate: parts.get(3).map_or(Ok(0.0), |d| frac(d, "the duplicate rate"))?,
+            outgoing_blackout: false,
+        })
+    }
+}
+
+impl std::fmt::Display for LinkProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ms RTT, {} ms jitter, {}% loss, {}% duplicates",
+            self.rtt_ms,
+            self.jitter_ms,
+            self.loss * 100.0,
+            self.duplicate * 100.0
+        )
+    }
 }
 
 /// Milliseconds from some fixed start; tests drive it by hand.
@@ -106,6 +166,13 @@ impl<T: Transport> Conditioner<T> {
         *self.profile.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A standard normal draw (Box-Muller), cut at four deviations.
+    fn gaussian(&mut self) -> f64 {
+        let u1 = self.rng.next_f64().max(1e-12);
+        let u2 = self.rng.next_f64();
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).clamp(-4.0, 4.0)
+    }
+
     fn chance(&mut self, p: f32) -> bool {
         p > 0.0 && (self.rng.next_f64() as f32) < p
     }
@@ -118,7 +185,7 @@ impl<T: Transport> Conditioner<T> {
             return vec![];
         }
         let one_way = profile.rtt_ms as f64 / 2.0;
-        let jitter = profile.jitter_ms as f64 * (self.rng.next_f64() * 2.0 - 1.0);
+        let jitter = profile.jitter_ms as f64 * self.gaussian();
         let mut due = now + (one_way + jitter).max(0.0);
         let reliable = channel == CONTROL_KEY || delivery(channel) == Delivery::Reliable;
         if reliable {
@@ -141,7 +208,7 @@ impl<T: Transport> Conditioner<T> {
             return vec![];
         }
         if self.chance(profile.duplicate) {
-            let extra = due + profile.jitter_ms as f64 * self.rng.next_f64();
+            let extra = due + profile.jitter_ms as f64 * self.gaussian().abs();
             return vec![due, extra];
         }
         vec![due]

@@ -7,18 +7,31 @@
 
 use super::content::{ContentDigest, CONTENT_CHUNK};
 use super::wire::{DecodeError, Reader, Writer};
-use crate::sim::bullets::{grid, BulletSpawn, Team};
+use crate::sim::bullets::{grid, BulletSpawn, Burst, Team};
 use crate::sim::player::BTN_MASK;
 use crate::sim::{InputFrame, Vec2};
 
 /// Longest player name, bytes.
 pub const MAX_NAME: usize = 24;
-/// Most frames in one `Input` message (the newest plus two redundant copies).
+/// Frames in one `Input` message on a good link: the newest plus two redundant copies.
 pub const INPUT_REDUNDANCY: usize = 3;
+/// Most frames one `Input` message may carry (the client sends more copies under loss).
+pub const MAX_INPUT_FRAMES: usize = 8;
+/// Most input arrival margins one snapshot reports.
+pub const MAX_ARRIVALS: usize = 32;
+/// An arrival margin that means "this frame never arrived".
+pub const ARRIVAL_MISSING: i8 = i8::MIN;
 /// Most entries any list in a message may claim.
 pub const MAX_LIST: usize = 4096;
 /// Most enemies one snapshot carries (more are left out: snapshots must fit one datagram).
 pub const MAX_SNAPSHOT_ENEMIES: usize = 96;
+/// Most players one snapshot carries (the receiver is never the one left out).
+pub const MAX_SNAPSHOT_PLAYERS: usize = 64;
+/// Bytes a snapshot's entities may take: whatever the instance holds, a snapshot fits one
+/// datagram (ENet's MTU less its headers and the secure layer's).
+pub const SNAPSHOT_BUDGET: usize = 1000;
+/// How far back (ticks) a delta snapshot's base may be; older acks get a full snapshot.
+pub const MAX_BASE_AGE: u32 = 90;
 /// Largest packet either side accepts, bytes.
 pub const MAX_PACKET: usize = 64 * 1024;
 /// Player position step in snapshots: 1/8 px, as u16 (0..8191 px).
@@ -66,9 +79,11 @@ pub enum ClientMsg {
     /// cache or from the chunks just received): let it in. `u8 type, [u8; 32] digest`.
     ContentReady { digest: ContentDigest },
     /// Type 2, channel INPUT, unreliable sequenced. Legal after `Welcome`, every tick.
-    /// `u8 type, u8 n (1..=3), u32 newest_tick, n x (i8 mx, i8 my, u16 aim, u8 buttons)`,
-    /// newest first; frame k is for tick `newest_tick - k`. 21 bytes with 3 frames.
-    Input { newest_tick: u32, frames: Vec<WireInput> },
+    /// `u8 type, u8 n (1..=8), u32 newest_tick, var snap_ack, n x (i8 mx, i8 my, u16 aim,
+    /// u8 buttons)`, newest first; frame k is for tick `newest_tick - k`. `snap_ack` is the
+    /// newest snapshot the client holds (0 none, else zigzag(newest_tick - its tick) + 1):
+    /// the server sends deltas against it. 22 bytes with 3 frames.
+    Input { newest_tick: u32, snap_ack: Option<u32>, frames: Vec<WireInput> },
 }
 
 pub const T_HELLO: u8 = 1;
@@ -91,11 +106,18 @@ impl ClientMsg {
                 w.u8(T_CONTENT_READY);
                 w.bytes(&digest.0);
             }
-            ClientMsg::Input { newest_tick, frames } => {
+            ClientMsg::Input { newest_tick, snap_ack, frames } => {
                 w.u8(T_INPUT);
-                w.u8(frames.len().min(INPUT_REDUNDANCY) as u8);
+                w.u8(frames.len().min(MAX_INPUT_FRAMES) as u8);
                 w.u32(*newest_tick);
-                for f in frames.iter().take(INPUT_REDUNDANCY) {
+                match snap_ack {
+                    None => w.var(0),
+                    Some(s) => {
+                        let d = newest_tick.wrapping_sub(*s) as i32 as i64;
+                        w.var(((d << 1) ^ (d >> 63)) as u64 + 1);
+                    }
+                }
+                for f in frames.iter().take(MAX_INPUT_FRAMES) {
                     w.i8(f.mx);
                     w.i8(f.my);
                     w.u16(f.aim);
@@ -131,10 +153,19 @@ impl ClientMsg {
             T_CONTENT_READY => ClientMsg::ContentReady { digest: ContentDigest(r.array()?) },
             T_INPUT => {
                 let n = r.u8()? as usize;
-                if !(1..=INPUT_REDUNDANCY).contains(&n) {
+                if !(1..=MAX_INPUT_FRAMES).contains(&n) {
                     return Err(DecodeError::BadValue("input count"));
                 }
                 let newest_tick = r.u32()?;
+                let snap_ack = match r.var()? {
+                    0 => None,
+                    v if v > (1u64 << 32) => return Err(DecodeError::BadValue("snapshot ack")),
+                    v => {
+                        let z = v - 1;
+                        let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+                        Some(newest_tick.wrapping_sub(d as i32 as u32))
+                    }
+                };
                 let mut frames = Vec::with_capacity(n);
                 for _ in 0..n {
                     let (mx, my, aim, buttons) = (r.i8()?, r.i8()?, r.u16()?, r.u8()?);
@@ -146,7 +177,7 @@ impl ClientMsg {
                     }
                     frames.push(WireInput { mx, my, aim, buttons });
                 }
-                ClientMsg::Input { newest_tick, frames }
+                ClientMsg::Input { newest_tick, snap_ack, frames }
             }
             t => return Err(DecodeError::UnknownType(t)),
         };
@@ -228,15 +259,459 @@ pub struct SnapBoss {
     pub phase: u8,
 }
 
+/// How early the receiver's input frames reached the server: frame `first_tick + k`
+/// arrived `margins[k]` ticks before the tick it was for was simulated (0: just in time;
+/// negative: too late, the server had coasted through it; `ARRIVAL_MISSING`: it never
+/// arrived). Every frame is reported once, in the first snapshot after it arrived.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Arrivals {
+    pub first_tick: u32,
+    pub margins: Vec<i8>,
+}
+
+/// An instance as one receiver sees it at one tick (what a snapshot message rebuilds).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
     pub instance: u32,
     pub tick: u32,
     /// The newest input tick of the receiving player the server has consumed.
     pub last_input_tick: Option<u32>,
+    /// Arrival margins of the receiver's input frames (see `Arrivals`).
+    pub arrivals: Option<Arrivals>,
     pub players: Vec<SnapPlayer>,
     pub enemies: Vec<SnapEnemy>,
     pub boss: Option<SnapBoss>,
+}
+
+/// A position on the snapshot grid (1/8 px, `u16` each).
+pub fn snap_q(p: Vec2) -> (i32, i32) {
+    (snap_pos_q(p.x) as i32, snap_pos_q(p.y) as i32)
+}
+
+fn snap_f(q: (i32, i32)) -> Vec2 {
+    Vec2::new(q.0 as f32 / SNAP_POS, q.1 as f32 / SNAP_POS)
+}
+
+impl Snapshot {
+    /// The same snapshot with every position on the snapshot grid (what a receiver holds).
+    pub fn quantized(mut self) -> Snapshot {
+        for p in &mut self.players {
+            p.pos = snap_f(snap_q(p.pos));
+        }
+        for e in &mut self.enemies {
+            e.pos = snap_f(snap_q(e.pos));
+        }
+        if let Some(b) = &mut self.boss {
+            b.pos = snap_f(snap_q(b.pos));
+        }
+        self
+    }
+}
+
+/// A player in a snapshot message: new to the receiver (every field, absolute position)
+/// or changed since the base (only the fields that changed, position as a grid delta).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayerDelta {
+    pub id: u32,
+    pub new: bool,
+    pub pos: Option<(i32, i32)>,
+    pub hp: Option<u8>,
+    pub flags: Option<u8>,
+    pub escape: Option<u8>,
+    pub aim: Option<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnemyDelta {
+    pub id: u32,
+    /// Present only for an enemy new to the receiver.
+    pub def: Option<u16>,
+    pub pos: Option<(i32, i32)>,
+    pub hp: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum BossDelta {
+    #[default]
+    None,
+    New(SnapBoss),
+    Changed {
+        pos: Option<(i32, i32)>,
+        hp: Option<u32>,
+        max_hp: Option<u32>,
+        phase: Option<u8>,
+    },
+}
+
+/// A snapshot as sent: the whole state (`base: None`) or its difference from a snapshot the
+/// receiver acknowledged (`base: Some(tick)`). Entities absent from the message are gone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnapshotMsg {
+    pub instance: u32,
+    pub tick: u32,
+    pub base: Option<u32>,
+    pub last_input_tick: Option<u32>,
+    pub arrivals: Option<Arrivals>,
+    pub players: Vec<PlayerDelta>,
+    pub boss: BossDelta,
+    pub enemies: Vec<EnemyDelta>,
+}
+
+fn changed<T: PartialEq + Copy>(new: T, old: Option<T>) -> Option<T> {
+    if old == Some(new) {
+        None
+    } else {
+        Some(new)
+    }
+}
+
+fn rel(new: (i32, i32), old: Option<(i32, i32)>) -> Option<(i32, i32)> {
+    match old {
+        Some(o) if o == new => None,
+        Some(o) => Some((new.0 - o.0, new.1 - o.1)),
+        None => Some(new),
+    }
+}
+
+impl SnapshotMsg {
+    /// The message that turns `base` (None: nothing) into `s` for a receiver whose own
+    /// player is `own`. Entities are added while they fit `SNAPSHOT_BUDGET` (the receiver's
+    /// own player always); whatever did not fit is absent, as `apply` will show.
+    pub fn diff(base: Option<&Snapshot>, s: &Snapshot, own: Option<u32>) -> SnapshotMsg {
+        let base = base.filter(|b| b.instance == s.instance);
+        let mut budget = SNAPSHOT_BUDGET as i64;
+        let mut scratch = Writer::new();
+        let mut players = Vec::new();
+        let order = s
+            .players
+            .iter()
+            .filter(|p| Some(p.id) == own)
+            .chain(s.players.iter().filter(|p| Some(p.id) != own))
+            .take(MAX_SNAPSHOT_PLAYERS);
+        for p in order {
+            let old = base.and_then(|b| b.players.iter().find(|q| q.id == p.id));
+            let d = PlayerDelta {
+                id: p.id,
+                new: old.is_none(),
+                pos: rel(snap_q(p.pos), old.map(|o| snap_q(o.pos))),
+                hp: changed(p.hp, old.map(|o| o.hp)),
+                flags: changed(p.flags, old.map(|o| o.flags)),
+                escape: changed(p.escape, old.map(|o| o.escape)),
+                aim: changed(p.aim, old.map(|o| o.aim)),
+            };
+            scratch.buf.clear();
+            write_player(&mut scratch, &d);
+            budget -= scratch.len() as i64;
+            if budget < 0 && Some(p.id) != own {
+                break;
+            }
+            players.push(d);
+        }
+        let boss = match (&s.boss, base.and_then(|b| b.boss.as_ref())) {
+            (None, _) => BossDelta::None,
+            (Some(b), Some(o)) if o.def == b.def => BossDelta::Changed {
+                pos: rel(snap_q(b.pos), Some(snap_q(o.pos))),
+                hp: changed(b.hp, Some(o.hp)),
+                max_hp: changed(b.max_hp, Some(o.max_hp)),
+                phase: changed(b.phase, Some(o.phase)),
+            },
+            (Some(b), _) => BossDelta::New(SnapBoss { pos: snap_f(snap_q(b.pos)), ..*b }),
+        };
+        budget -= 24;
+        let mut enemies = Vec::new();
+        for e in s.enemies.iter().take(MAX_SNAPSHOT_ENEMIES) {
+            let old = base.and_then(|b| b.enemies.iter().find(|q| q.id == e.id && q.def == e.def));
+            let d = EnemyDelta {
+                id: e.id,
+                def: if old.is_none() { Some(e.def) } else { None },
+                pos: rel(snap_q(e.pos), old.map(|o| snap_q(o.pos))),
+                hp: changed(e.hp, old.map(|o| o.hp)),
+            };
+            scratch.buf.clear();
+            write_enemy(&mut scratch, &d);
+            budget -= scratch.len() as i64;
+            if budget < 0 {
+                break;
+            }
+            enemies.push(d);
+        }
+        SnapshotMsg {
+            instance: s.instance,
+            tick: s.tick,
+            base: base.map(|b| b.tick),
+            last_input_tick: s.last_input_tick,
+            arrivals: s.arrivals.clone(),
+            players,
+            boss,
+            enemies,
+        }
+    }
+
+    /// Rebuilds the snapshot from its base (the receiver's copy of the snapshot at
+    /// `self.base`). Fails when the base is missing or wrong, or an entry contradicts it.
+    pub fn apply(&self, base: Option<&Snapshot>) -> Result<Snapshot, DecodeError> {
+        let base = match (self.base, base) {
+            (None, _) => None,
+            (Some(t), Some(b)) if b.tick == t && b.instance == self.instance => Some(b),
+            (Some(_), _) => return Err(DecodeError::BadValue("snapshot base")),
+        };
+        let pos = |d: (i32, i32), old: Option<(i32, i32)>| -> Result<Vec2, DecodeError> {
+            let (x, y) = match old {
+                Some(o) => (o.0.saturating_add(d.0), o.1.saturating_add(d.1)),
+                None => d,
+            };
+            if !(0..=u16::MAX as i32).contains(&x) || !(0..=u16::MAX as i32).contains(&y) {
+                return Err(DecodeError::BadValue("snapshot position"));
+            }
+            Ok(snap_f((x, y)))
+        };
+        let mut players = Vec::with_capacity(self.players.len());
+        for d in &self.players {
+            let old = if d.new { None } else { base.and_then(|b| b.players.iter().find(|q| q.id == d.id)) };
+            if !d.new && old.is_none() {
+                return Err(DecodeError::BadValue("snapshot player"));
+            }
+            let need = |v: Option<u8>, o: Option<u8>| v.or(o).ok_or(DecodeError::BadValue("snapshot player"));
+            players.push(SnapPlayer {
+                id: d.id,
+                pos: match d.pos {
+                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)))?,
+                    None => old.map(|o| o.pos).ok_or(DecodeError::BadValue("snapshot player"))?,
+                },
+                hp: need(d.hp, old.map(|o| o.hp))?,
+                flags: need(d.flags, old.map(|o| o.flags))?,
+                escape: need(d.escape, old.map(|o| o.escape))?,
+                aim: need(d.aim, old.map(|o| o.aim))?,
+            });
+        }
+        let boss = match self.boss {
+            BossDelta::None => None,
+            BossDelta::New(b) => Some(b),
+            BossDelta::Changed { pos: p, hp, max_hp, phase } => {
+                let o = base.and_then(|b| b.boss).ok_or(DecodeError::BadValue("snapshot boss"))?;
+                Some(SnapBoss {
+                    def: o.def,
+                    pos: match p {
+                        Some(p) => pos(p, Some(snap_q(o.pos)))?,
+                        None => o.pos,
+                    },
+                    hp: hp.unwrap_or(o.hp),
+                    max_hp: max_hp.unwrap_or(o.max_hp),
+                    phase: phase.unwrap_or(o.phase),
+                })
+            }
+        };
+        let mut enemies = Vec::with_capacity(self.enemies.len());
+        for d in &self.enemies {
+            let old = match d.def {
+                Some(_) => None,
+                None => Some(
+                    base.and_then(|b| b.enemies.iter().find(|q| q.id == d.id))
+                        .ok_or(DecodeError::BadValue("snapshot enemy"))?,
+                ),
+            };
+            enemies.push(SnapEnemy {
+                id: d.id,
+                def: d.def.or(old.map(|o| o.def)).ok_or(DecodeError::BadValue("snapshot enemy"))?,
+                pos: match d.pos {
+                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)))?,
+                    None => old.map(|o| o.pos).ok_or(DecodeError::BadValue("snapshot enemy"))?,
+                },
+                hp: d.hp.or(old.map(|o| o.hp)).ok_or(DecodeError::BadValue("snapshot enemy"))?,
+            });
+        }
+        Ok(Snapshot {
+            instance: self.instance,
+            tick: self.tick,
+            last_input_tick: self.last_input_tick,
+            arrivals: self.arrivals.clone(),
+            players,
+            enemies,
+            boss,
+        })
+    }
+}
+
+const M_POS: u8 = 1;
+const M_HP: u8 = 2;
+const M_FLAGS: u8 = 4;
+const M_ESCAPE: u8 = 8;
+const M_AIM: u8 = 16;
+const M_PHASE: u8 = 32;
+const M_MAX_HP: u8 = 64;
+const M_NEW: u8 = 128;
+
+fn write_pos(w: &mut Writer, new: bool, p: (i32, i32)) {
+    if new {
+        w.u16(p.0.clamp(0, u16::MAX as i32) as u16);
+        w.u16(p.1.clamp(0, u16::MAX as i32) as u16);
+    } else {
+        w.svar(p.0 as i64);
+        w.svar(p.1 as i64);
+    }
+}
+
+fn read_pos(r: &mut Reader, new: bool) -> Result<(i32, i32), DecodeError> {
+    if new {
+        Ok((r.u16()? as i32, r.u16()? as i32))
+    } else {
+        let d = |v: i64| i32::try_from(v).map_err(|_| DecodeError::BadValue("snapshot position"));
+        Ok((d(r.svar()?)?, d(r.svar()?)?))
+    }
+}
+
+fn write_player(w: &mut Writer, d: &PlayerDelta) {
+    w.var(d.id as u64);
+    if d.new {
+        w.u8(M_NEW);
+        write_pos(w, true, d.pos.unwrap_or_default());
+        w.u8(d.hp.unwrap_or(0));
+        w.u8(d.flags.unwrap_or(0));
+        w.u8(d.escape.unwrap_or(0));
+        w.u8(d.aim.unwrap_or(0));
+        return;
+    }
+    let mask = d.pos.map_or(0, |_| M_POS)
+        | d.hp.map_or(0, |_| M_HP)
+        | d.flags.map_or(0, |_| M_FLAGS)
+        | d.escape.map_or(0, |_| M_ESCAPE)
+        | d.aim.map_or(0, |_| M_AIM);
+    w.u8(mask);
+    if let Some(p) = d.pos {
+        write_pos(w, false, p);
+    }
+    for v in [d.hp, d.flags, d.escape, d.aim].into_iter().flatten() {
+        w.u8(v);
+    }
+}
+
+fn read_player(r: &mut Reader) -> Result<PlayerDelta, DecodeError> {
+    let id = r.var_u32("player id")?;
+    let mask = r.u8()?;
+    if mask == M_NEW {
+        return Ok(PlayerDelta {
+            id,
+            new: true,
+            pos: Some(read_pos(r, true)?),
+            hp: Some(r.u8()?),
+            flags: Some(r.u8()?),
+            escape: Some(r.u8()?),
+            aim: Some(r.u8()?),
+        });
+    }
+    if mask & !(M_POS | M_HP | M_FLAGS | M_ESCAPE | M_AIM) != 0 {
+        return Err(DecodeError::BadValue("snapshot player mask"));
+    }
+    let pos = if mask & M_POS != 0 { Some(read_pos(r, false)?) } else { None };
+    let mut field = |bit: u8| -> Result<Option<u8>, DecodeError> {
+        if mask & bit != 0 {
+            Ok(Some(r.u8()?))
+        } else {
+            Ok(None)
+        }
+    };
+    Ok(PlayerDelta {
+        id,
+        new: false,
+        pos,
+        hp: field(M_HP)?,
+        flags: field(M_FLAGS)?,
+        escape: field(M_ESCAPE)?,
+        aim: field(M_AIM)?,
+    })
+}
+
+fn write_enemy(w: &mut Writer, d: &EnemyDelta) {
+    w.var(d.id as u64);
+    if let Some(def) = d.def {
+        w.u8(M_NEW);
+        w.var(def as u64);
+        write_pos(w, true, d.pos.unwrap_or_default());
+        w.var(d.hp.unwrap_or(0) as u64);
+        return;
+    }
+    w.u8(d.pos.map_or(0, |_| M_POS) | d.hp.map_or(0, |_| M_HP));
+    if let Some(p) = d.pos {
+        write_pos(w, false, p);
+    }
+    if let Some(hp) = d.hp {
+        w.var(hp as u64);
+    }
+}
+
+fn read_enemy(r: &mut Reader) -> Result<EnemyDelta, DecodeError> {
+    let id = r.var_u32("enemy id")?;
+    let mask = r.u8()?;
+    if mask == M_NEW {
+        let def = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("enemy def"))?;
+        let pos = read_pos(r, true)?;
+        return Ok(EnemyDelta { id, def: Some(def), pos: Some(pos), hp: Some(r.var_u32("enemy hp")?) });
+    }
+    if mask & !(M_POS | M_HP) != 0 {
+        return Err(DecodeError::BadValue("snapshot enemy mask"));
+    }
+    let pos = if mask & M_POS != 0 { Some(read_pos(r, false)?) } else { None };
+    let hp = if mask & M_HP != 0 { Some(r.var_u32("enemy hp")?) } else { None };
+    Ok(EnemyDelta { id, def: None, pos, hp })
+}
+
+fn write_boss(w: &mut Writer, b: &BossDelta) {
+    match b {
+        BossDelta::None => w.u8(0),
+        BossDelta::New(b) => {
+            w.u8(1);
+            w.var(b.def as u64);
+            write_pos(w, true, snap_q(b.pos));
+            w.var(b.hp as u64);
+            w.var(b.max_hp as u64);
+            w.u8(b.phase);
+        }
+        BossDelta::Changed { pos, hp, max_hp, phase } => {
+            w.u8(2);
+            w.u8(pos.map_or(0, |_| M_POS)
+                | hp.map_or(0, |_| M_HP)
+                | max_hp.map_or(0, |_| M_MAX_HP)
+                | phase.map_or(0, |_| M_PHASE));
+            if let Some(p) = pos {
+                write_pos(w, false, *p);
+            }
+            if let Some(v) = hp {
+                w.var(*v as u64);
+            }
+            if let Some(v) = max_hp {
+                w.var(*v as u64);
+            }
+            if let Some(v) = phase {
+                w.u8(*v);
+            }
+        }
+    }
+}
+
+fn read_boss(r: &mut Reader) -> Result<BossDelta, DecodeError> {
+    Ok(match r.u8()? {
+        0 => BossDelta::None,
+        1 => BossDelta::New(SnapBoss {
+            def: u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("boss def"))?,
+            pos: snap_f(read_pos(r, true)?),
+            hp: r.var_u32("boss hp")?,
+            max_hp: r.var_u32("boss hp")?,
+            phase: r.u8()?,
+        }),
+        2 => {
+            let mask = r.u8()?;
+            if mask & !(M_POS | M_HP | M_MAX_HP | M_PHASE) != 0 {
+                return Err(DecodeError::BadValue("snapshot boss mask"));
+            }
+            BossDelta::Changed {
+                pos: if mask & M_POS != 0 { Some(read_pos(r, false)?) } else { None },
+                hp: if mask & M_HP != 0 { Some(r.var_u32("boss hp")?) } else { None },
+                max_hp: if mask & M_MAX_HP != 0 { Some(r.var_u32("boss hp")?) } else { None },
+                phase: if mask & M_PHASE != 0 { Some(r.u8()?) } else { None },
+            }
+        }
+        _ => return Err(DecodeError::BadValue("boss flag")),
+    })
 }
 
 /// Who was hit or died.
@@ -251,6 +726,8 @@ pub enum WireTarget {
 #[derive(Clone, Debug, PartialEq)]
 pub enum WireEvent {
     Spawn(BulletSpawn),
+    /// A ring, fan or volley: the client expands it with `Burst::spawn`, as the server did.
+    Burst(Burst),
     /// A bullet consumed by a hit (the one despawn a client cannot derive).
     Hit {
         uid: u32,
@@ -302,7 +779,7 @@ pub enum ServerMsg {
     Roster { instance: u32, players: Vec<(u32, String)> },
     /// Type 22, EVENTS. What happened in the receiver's instance in one tick (or the
     /// bullets in flight right after `Enter`).
-    /// `u8 type, var instance, u32 tick, var n, n x event` where an event is a u8 tag:
+    /// `u8 type, var instance, var tick, var n, n x event` where an event is a u8 tag:
     /// 1 spawn: `u8 flags, svar uid_delta, var kind, i16 x, i16 y, u16 angle, u16 speed,
     ///   u8 radius, var lifetime, [i16 accel] [i16 turn] [u16 max_speed] [var tick_back]`
     ///   (flags: 1 player team, 2 accel, 4 turn, 8 max speed, 16 tick differs; values on
@@ -310,17 +787,30 @@ pub enum ServerMsg {
     ///   previous spawn in this batch but for uid, position, angle and tick):
     ///   `u8 flags, svar uid_delta, i16 x, i16 y, u16 angle, [var tick_back]` (8 bytes);
     /// 2 hit: `svar uid_delta, target`; 3 despawn: `svar uid_delta`; 4 death: `target`;
-    /// 5 phase: `u8`; 6 cleared; 7 sfx: `str name, i16 x, i16 y`.
+    /// 5 phase: `u8`; 6 cleared; 7 sfx: `str name, i16 x, i16 y`;
+    /// 8 burst: `u8 flags (as spawn, plus 32 offset), svar first_uid_delta, var count,
+    ///   var kind, i16 x, i16 y, u16 angle0, var span, var div, u16 speed, u8 radius,
+    ///   var lifetime, [i16 offset] [i16 accel] [i16 turn] [u16 max_speed] [var tick_back]`
+    ///   (about 20 bytes for a whole ring; a later repeat spawn repeats its shape).
     /// A target is `u8 kind (0 player, 1 enemy, 2 boss), [var id]`. Uid deltas are from the
     /// previous uid in the batch (0 at the start).
     Events { instance: u32, tick: u32, events: Vec<WireEvent> },
-    /// Type 30, SNAPSHOT, unreliable sequenced, 20 Hz, newest wins.
-    /// `u8 type, var instance, u32 tick, var ack (0 none, else tick - last_input_tick + 1),
-    /// u8 n, n x player (var id, u16 x, u16 y, u8 hp, u8 flags, u8 escape, u8 aim),
-    /// var m, m x enemy (var id, var def, u16 x, u16 y, var hp),
-    /// u8 has_boss, [var def, u16 x, u16 y, var hp, var max_hp, u8 phase]`.
-    /// Positions on a 1/8 px grid.
-    Snapshot(Snapshot),
+    /// Type 30, SNAPSHOT, unreliable sequenced, 20 Hz, newest wins; a delta against the
+    /// newest snapshot the client acknowledged (in `Input`), or whole.
+    /// `u8 type, var instance, var tick, var base (0 whole, else tick - base tick),
+    /// var ack (0 none, else tick - last_input_tick + 1),
+    /// var a (arrivals: 0 none), [svar first_tick - tick, a x i8 margin],
+    /// u8 n, n x player, boss, var m, m x enemy`, where
+    /// - a player is `var id, u8 mask`: mask 128 (new) then `u16 x, u16 y, u8 hp, u8 flags,
+    ///   u8 escape, u8 aim`; else bits 1 pos (`svar dx, svar dy`), 2 hp, 4 flags, 8 escape,
+    ///   16 aim, each a `u8`, for the fields that changed since the base;
+    /// - the boss is `u8 0` (none), `1, var def, u16 x, u16 y, var hp, var max_hp, u8 phase`
+    ///   or `2, u8 mask (1 pos, 2 hp, 64 max hp, 32 phase), changed fields`;
+    /// - an enemy is `var id, u8 mask`: 128 (new) then `var def, u16 x, u16 y, var hp`;
+    ///   else bits 1 pos, 2 hp (`var`).
+    ///
+    /// Positions on a 1/8 px grid; an entity absent from the message is gone.
+    Snapshot(SnapshotMsg),
 }
 
 pub const T_WELCOME: u8 = 10;
@@ -478,6 +968,102 @@ fn read_spawn(
     })
 }
 
+fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
+    let s = &b.shape;
+    let mut flags = 0u8;
+    if s.team == Team::Player {
+        flags |= 1;
+    }
+    if grid::accel_q(s.accel) != 0 {
+        flags |= 2;
+    }
+    if grid::turn_q(s.turn) != 0 {
+        flags |= 4;
+    }
+    if s.max_speed.is_finite() {
+        flags |= 8;
+    }
+    if s.tick != batch_tick {
+        flags |= 16;
+    }
+    if grid::pos_q(b.offset) != 0 {
+        flags |= 32;
+    }
+    w.u8(flags);
+    w.svar(s.uid as i64 - prev_uid as i64);
+    w.var(b.count as u64);
+    w.var(s.kind as u64);
+    w.i16(grid::pos_q(s.pos.x));
+    w.i16(grid::pos_q(s.pos.y));
+    w.u16(b.angle0);
+    w.var(b.span as u64);
+    w.var(b.div as u64);
+    w.u16(grid::speed_q(s.speed));
+    w.u8(grid::radius_q(s.radius));
+    w.var(s.lifetime as u64);
+    if flags & 32 != 0 {
+        w.i16(grid::pos_q(b.offset));
+    }
+    if flags & 2 != 0 {
+        w.i16(grid::accel_q(s.accel));
+    }
+    if flags & 4 != 0 {
+        w.i16(grid::turn_q(s.turn));
+    }
+    if flags & 8 != 0 {
+        w.u16(grid::max_speed_q(s.max_speed));
+    }
+    if flags & 16 != 0 {
+        w.var(batch_tick.wrapping_sub(s.tick) as u64);
+    }
+}
+
+fn read_burst(r: &mut Reader, batch_tick: u32, prev_uid: u32) -> Result<Burst, DecodeError> {
+    let flags = r.u8()?;
+    if flags & !63 != 0 {
+        return Err(DecodeError::BadValue("burst flags"));
+    }
+    let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+    let count = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("burst count"))?;
+    if !(1..=Burst::MAX_COUNT).contains(&count) {
+        return Err(DecodeError::BadValue("burst count"));
+    }
+    let kind = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("kind"))?;
+    let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
+    let angle0 = r.u16()?;
+    let span = r.var_u32("burst span")?;
+    if span > 65536 {
+        return Err(DecodeError::BadValue("burst span"));
+    }
+    let div = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("burst div"))?;
+    if div == 0 {
+        return Err(DecodeError::BadValue("burst div"));
+    }
+    let speed = r.u16()? as f32 / grid::SPEED;
+    let radius = r.u8()?.max(1) as f32 / grid::RADIUS;
+    let lifetime = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("lifetime"))?;
+    let offset = if flags & 32 != 0 { r.i16()? as f32 / grid::POS } else { 0.0 };
+    let accel = if flags & 2 != 0 { r.i16()? as f32 / grid::ACCEL } else { 0.0 };
+    let turn = if flags & 4 != 0 { r.i16()? as f32 / grid::TURN } else { 0.0 };
+    let max_speed = if flags & 8 != 0 { grid::max_speed_f(r.u16()?) } else { f32::INFINITY };
+    let back = if flags & 16 != 0 { r.var_u32("tick")? } else { 0 };
+    let shape = BulletSpawn {
+        uid,
+        pos,
+        angle: 0.0,
+        speed,
+        radius,
+        lifetime,
+        kind,
+        team: if flags & 1 != 0 { Team::Player } else { Team::Enemy },
+        accel,
+        turn,
+        max_speed,
+        tick: batch_tick.wrapping_sub(back),
+    };
+    Ok(Burst { shape, count, angle0, span, div, offset })
+}
+
 impl ServerMsg {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
@@ -548,7 +1134,7 @@ impl ServerMsg {
             ServerMsg::Events { instance, tick, events } => {
                 w.u8(T_EVENTS);
                 w.var(*instance as u64);
-                w.u32(*tick);
+                w.var(*tick as u64);
                 w.var(events.len() as u64);
                 let mut prev = 0u32;
                 let mut last_spawn: Option<&BulletSpawn> = None;
@@ -559,6 +1145,12 @@ impl ServerMsg {
                             write_spawn(&mut w, s, *tick, prev, last_spawn);
                             prev = s.uid;
                             last_spawn = Some(s);
+                        }
+                        WireEvent::Burst(b) => {
+                            w.u8(8);
+                            write_burst(&mut w, b, *tick, prev);
+                            prev = b.last_uid();
+                            last_spawn = Some(&b.shape);
                         }
                         WireEvent::Hit { uid, target } => {
                             w.u8(2);
@@ -592,38 +1184,29 @@ impl ServerMsg {
             ServerMsg::Snapshot(s) => {
                 w.u8(T_SNAPSHOT);
                 w.var(s.instance as u64);
-                w.u32(s.tick);
+                w.var(s.tick as u64);
+                w.var(s.base.map_or(0, |b| s.tick.wrapping_sub(b) as u64));
                 w.var(s.last_input_tick.map_or(0, |l| s.tick.wrapping_sub(l) as u64 + 1));
-                w.u8(s.players.len().min(255) as u8);
-                for p in s.players.iter().take(255) {
-                    w.var(p.id as u64);
-                    w.u16(snap_pos_q(p.pos.x));
-                    w.u16(snap_pos_q(p.pos.y));
-                    w.u8(p.hp);
-                    w.u8(p.flags);
-                    w.u8(p.escape);
-                    w.u8(p.aim);
+                match &s.arrivals {
+                    Some(a) if !a.margins.is_empty() => {
+                        let n = a.margins.len().min(MAX_ARRIVALS);
+                        w.var(n as u64);
+                        w.svar(a.first_tick.wrapping_sub(s.tick) as i32 as i64);
+                        for m in &a.margins[..n] {
+                            w.i8(*m);
+                        }
+                    }
+                    _ => w.var(0),
                 }
+                w.u8(s.players.len().min(MAX_SNAPSHOT_PLAYERS) as u8);
+                for p in s.players.iter().take(MAX_SNAPSHOT_PLAYERS) {
+                    write_player(&mut w, p);
+                }
+                write_boss(&mut w, &s.boss);
                 let n = s.enemies.len().min(MAX_SNAPSHOT_ENEMIES);
                 w.var(n as u64);
                 for e in &s.enemies[..n] {
-                    w.var(e.id as u64);
-                    w.var(e.def as u64);
-                    w.u16(snap_pos_q(e.pos.x));
-                    w.u16(snap_pos_q(e.pos.y));
-                    w.var(e.hp as u64);
-                }
-                match &s.boss {
-                    None => w.u8(0),
-                    Some(b) => {
-                        w.u8(1);
-                        w.var(b.def as u64);
-                        w.u16(snap_pos_q(b.pos.x));
-                        w.u16(snap_pos_q(b.pos.y));
-                        w.var(b.hp as u64);
-                        w.var(b.max_hp as u64);
-                        w.u8(b.phase);
-                    }
+                    write_enemy(&mut w, e);
                 }
             }
         }
@@ -682,7 +1265,7 @@ impl ServerMsg {
             }
             T_EVENTS => {
                 let instance = r.var_u32("instance")?;
-                let tick = r.u32()?;
+                let tick = r.var_u32("tick")?;
                 let n = r.count(MAX_PACKET, 1, "events")?;
                 let mut events = Vec::with_capacity(n);
                 let mut prev = 0u32;
@@ -694,6 +1277,12 @@ impl ServerMsg {
                             prev = s.uid;
                             last_spawn = Some(s);
                             WireEvent::Spawn(s)
+                        }
+                        8 => {
+                            let b = read_burst(&mut r, tick, prev)?;
+                            prev = b.last_uid();
+                            last_spawn = Some(b.shape);
+                            WireEvent::Burst(b)
                         }
                         2 => {
                             let uid =
@@ -723,49 +1312,32 @@ impl ServerMsg {
             }
             T_SNAPSHOT => {
                 let instance = r.var_u32("instance")?;
-                let tick = r.u32()?;
-                let ack = r.var()?;
-                let last_input_tick = match ack {
+                let tick = r.var_u32("tick")?;
+                let base = match r.var_u32("snapshot base")? {
+                    0 => None,
+                    b => Some(tick.wrapping_sub(b)),
+                };
+                let last_input_tick = match r.var()? {
                     0 => None,
                     a => Some(tick.wrapping_sub(u32::try_from(a - 1).map_err(|_| DecodeError::BadValue("ack"))?)),
                 };
-                let np = r.u8()? as usize;
-                if np * 9 > r.remaining() {
-                    return Err(DecodeError::Truncated);
-                }
-                let mut players = Vec::with_capacity(np);
-                for _ in 0..np {
-                    players.push(SnapPlayer {
-                        id: r.var_u32("player id")?,
-                        pos: Vec2::new(r.u16()? as f32 / SNAP_POS, r.u16()? as f32 / SNAP_POS),
-                        hp: r.u8()?,
-                        flags: r.u8()?,
-                        escape: r.u8()?,
-                        aim: r.u8()?,
-                    });
-                }
-                let ne = r.count(MAX_SNAPSHOT_ENEMIES, 7, "enemies")?;
-                let mut enemies = Vec::with_capacity(ne);
-                for _ in 0..ne {
-                    enemies.push(SnapEnemy {
-                        id: r.var_u32("enemy id")?,
-                        def: u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("enemy def"))?,
-                        pos: Vec2::new(r.u16()? as f32 / SNAP_POS, r.u16()? as f32 / SNAP_POS),
-                        hp: r.var_u32("enemy hp")?,
-                    });
-                }
-                let boss = match r.u8()? {
+                let arrivals = match r.count(MAX_ARRIVALS, 1, "arrivals")? {
                     0 => None,
-                    1 => Some(SnapBoss {
-                        def: u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("boss def"))?,
-                        pos: Vec2::new(r.u16()? as f32 / SNAP_POS, r.u16()? as f32 / SNAP_POS),
-                        hp: r.var_u32("boss hp")?,
-                        max_hp: r.var_u32("boss hp")?,
-                        phase: r.u8()?,
-                    }),
-                    _ => return Err(DecodeError::BadValue("boss flag")),
+                    n => {
+                        let first = i32::try_from(r.svar()?).map_err(|_| DecodeError::BadValue("arrivals"))?;
+                        let margins = (0..n).map(|_| r.i8()).collect::<Result<Vec<i8>, _>>()?;
+                        Some(Arrivals { first_tick: tick.wrapping_add(first as u32), margins })
+                    }
                 };
-                ServerMsg::Snapshot(Snapshot { instance, tick, last_input_tick, players, enemies, boss })
+                let np = r.u8()? as usize;
+                if np > MAX_SNAPSHOT_PLAYERS || np * 2 > r.remaining() {
+                    return Err(DecodeError::BadValue("players"));
+                }
+                let players = (0..np).map(|_| read_player(&mut r)).collect::<Result<Vec<_>, _>>()?;
+                let boss = read_boss(&mut r)?;
+                let ne = r.count(MAX_SNAPSHOT_ENEMIES, 2, "enemies")?;
+                let enemies = (0..ne).map(|_| read_enemy(&mut r)).collect::<Result<Vec<_>, _>>()?;
+                ServerMsg::Snapshot(SnapshotMsg { instance, tick, base, last_input_tick, arrivals, players, boss, enemies })
             }
             t => return Err(DecodeError::UnknownType(t)),
         };

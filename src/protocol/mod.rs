@@ -4,6 +4,7 @@
 
 pub mod content;
 pub mod messages;
+pub mod names;
 pub mod wire;
 
 pub use messages::{ClientMsg, RejectReason, ServerMsg, Snapshot, WireEvent, WireInput, WireTarget};
@@ -27,7 +28,7 @@ pub use wire::DecodeError;
 /// - 4: every datagram is sealed below ENet (`net::secure`: a Noise NX handshake after a
 ///   stateless cookie, then ChaCha20-Poly1305 with a replay window). The messages above
 ///   are unchanged; a version-3 game cannot reach a version-4 server at all.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -6,14 +6,14 @@ pub mod dedicated;
 pub mod listen;
 pub mod replicate;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tracing::{info, warn};
 
 use crate::content::Content;
 use crate::net::{NetEvent, PeerId, Transport};
 use crate::protocol::content::{ClientContent, CONTENT_CHUNK};
-use crate::protocol::messages::MAX_NAME;
+use crate::protocol::messages::{Arrivals, SnapshotMsg, ARRIVAL_MISSING, MAX_ARRIVALS, MAX_BASE_AGE};
 use crate::protocol::*;
 use crate::sim::{InputDrop, InstanceId, PlayerId, SimEvent, World, TICK_RATE};
 
@@ -45,15 +45,16 @@ pub const MAX_MALFORMED: u32 = 64;
 pub struct ServerConfig {
     pub max_players: usize,
     pub seed: u64,
-    /// Send each instance's gameplay events every this many ticks (1: every tick). Larger
-    /// values save per-packet overhead; bullets then appear up to that many ticks later,
-    /// fast-forwarded to where they are. See docs/PERFORMANCE.md for the trade.
+    /// Send each instance's gameplay events every this many ticks (1: every tick). The
+    /// default sends them with each snapshot, in the same datagram: bullets then appear up
+    /// to two ticks later, fast-forwarded to where they are, for a third of the datagrams.
+    /// See docs/PERFORMANCE.md for the trade.
     pub events_every_ticks: u32,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_players: 16, seed: 0x4861_696c, events_every_ticks: 1 }
+        ServerConfig { max_players: 16, seed: 0x4861_696c, events_every_ticks: SNAPSHOT_EVERY_TICKS }
     }
 }
 
@@ -81,6 +82,14 @@ struct Peer {
     instance: Option<InstanceId>,
     malformed: u32,
     inputs_dropped: u32,
+    /// The newest input tick this peer has sent (any copy), and the arrival margins of the
+    /// frames that arrived since the last snapshot (see `Arrivals`).
+    newest_seen: Option<u32>,
+    arrivals: Option<Arrivals>,
+    /// The newest snapshot the peer holds, and the snapshots it may hold (as it rebuilt
+    /// them): deltas are made against the acknowledged one.
+    snap_acked: Option<u32>,
+    snap_hist: VecDeque<crate::protocol::Snapshot>,
     /// Tick the current rate window began, and packets per channel in it.
     rate_since: u32,
     rate: [u32; CHANNEL_COUNT],
@@ -90,7 +99,17 @@ struct Peer {
 #[derive(Clone, Debug, Default)]
 pub struct ServerStats {
     pub malformed: u64,
+    /// Input frames refused: stale, claiming the future, or pushed out of a full queue.
     pub inputs_dropped: u64,
+    /// Frames for a tick already simulated (a replayed or very late packet).
+    pub inputs_replayed: u64,
+    /// Frames already queued (the redundant copies every packet carries, and duplicates).
+    pub inputs_duplicate: u64,
+    /// Frames that overflowed the per-player queue (`INPUT_QUEUE_CAP`): a flood.
+    pub inputs_flooded: u64,
+    /// Snapshots sent as deltas and as whole ones.
+    pub snapshots_delta: u64,
+    pub snapshots_full: u64,
     pub rejected: u64,
     /// Packets dropped (or peers cut off) for going over the per-channel rate limits.
     pub rate_limited: u64,
@@ -234,12 +253,23 @@ impl<T: Transport> Server<T> {
             (PeerState::Playing { player }, CH_INPUT) => {
                 let player = *player;
                 match ClientMsg::decode(data) {
-                    Ok(ClientMsg::Input { newest_tick, frames }) => {
+                    Ok(ClientMsg::Input { newest_tick, snap_ack, frames }) => {
+                        self.note_arrivals(peer, newest_tick, frames.len() as u32);
+                        if let (Some(a), Some(p)) = (snap_ack, self.peers.get_mut(&peer)) {
+                            if a <= now && p.snap_acked.is_none_or(|b| a > b) {
+                                p.snap_acked = Some(a);
+                            }
+                        }
                         for (k, f) in frames.iter().enumerate() {
                             let tick = newest_tick.wrapping_sub(k as u32);
                             match self.world.queue_input(player, f.to_frame(tick)) {
-                                Ok(()) | Err(InputDrop::Duplicate) | Err(InputDrop::Replay) => {}
-                                Err(_) => {
+                                Ok(()) => {}
+                                Err(InputDrop::Duplicate) => self.stats.inputs_duplicate += 1,
+                                Err(InputDrop::Replay) => self.stats.inputs_replayed += 1,
+                                Err(why) => {
+                                    if why == InputDrop::Flood {
+                                        self.stats.inputs_flooded += 1;
+                                    }
                                     self.stats.inputs_dropped += 1;
                                     if let Some(p) = self.peers.get_mut(&peer) {
                                         p.inputs_dropped += 1;
@@ -253,6 +283,37 @@ impl<T: Transport> Server<T> {
                 }
             }
             _ => self.malformed(peer, "message on the wrong channel or at the wrong time"),
+        }
+    }
+
+    /// Records how early the frames of an input packet arrived: each frame once, at its
+    /// first arrival (later copies are redundancy), and frames that can no longer arrive
+    /// (older than this packet's oldest and never seen) as missing.
+    fn note_arrivals(&mut self, peer: PeerId, newest: u32, n: u32) {
+        // The frames compete for the next simulated tick.
+        let next = self.world.tick as i64 + 1;
+        let Some(p) = self.peers.get_mut(&peer) else { return };
+        let oldest = newest.saturating_sub(n.max(1) - 1);
+        let from = match p.newest_seen {
+            Some(s) if newest <= s => return,
+            // A jump (the client re-synced): start afresh rather than report a long gap.
+            Some(s) if newest - s > MAX_ARRIVALS as u32 => oldest,
+            Some(s) => s + 1,
+            None => oldest,
+        };
+        p.newest_seen = Some(newest);
+        let a = p.arrivals.get_or_insert_with(|| Arrivals { first_tick: from, margins: Vec::new() });
+        if a.first_tick as usize + a.margins.len() != from as usize {
+            *a = Arrivals { first_tick: from, margins: Vec::new() };
+        }
+        for t in from..=newest {
+            let m = if t < oldest { ARRIVAL_MISSING } else { (t as i64 - next).clamp(-127, 127) as i8 };
+            a.margins.push(m);
+        }
+        if a.margins.len() > MAX_ARRIVALS {
+            let cut = a.margins.len() - MAX_ARRIVALS;
+            a.margins.drain(..cut);
+            a.first_tick += cut as u32;
         }
     }
 
@@ -271,7 +332,7 @@ impl<T: Transport> Server<T> {
         if self.world.player_count() + joining >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
-        let name: String = name.chars().take(MAX_NAME).collect();
+        let name = crate::protocol::names::sanitize(&name);
         if let Some(p) = self.peers.get_mut(&peer) {
             p.name = name;
         }
@@ -329,6 +390,10 @@ impl<T: Transport> Server<T> {
                             instance: None,
                             malformed: 0,
                             inputs_dropped: 0,
+                            newest_seen: None,
+                            arrivals: None,
+                            snap_acked: None,
+                            snap_hist: VecDeque::new(),
                             rate_since: since,
                             rate: [0; CHANNEL_COUNT],
                         },
@@ -504,7 +569,33 @@ impl<T: Transport> Server<T> {
                         _ => continue,
                     };
                     s.last_input_tick = self.world.player(player).and_then(|p| p.last_input_tick);
-                    self.send(peer, CH_SNAPSHOT, &ServerMsg::Snapshot(s));
+                    let Some(p) = self.peers.get_mut(&peer) else { continue };
+                    s.arrivals = p.arrivals.take();
+                    // A delta against the newest snapshot the peer says it holds, if that
+                    // is recent and of this instance; otherwise the whole snapshot.
+                    let acked = p.snap_acked.filter(|a| tick.saturating_sub(*a) <= MAX_BASE_AGE);
+                    let base_snap = acked.and_then(|a| p.snap_hist.iter().find(|h| h.tick == a && h.instance == *inst));
+                    let mut msg = SnapshotMsg::diff(base_snap, &s, Some(player));
+                    let state = match msg.apply(base_snap) {
+                        Ok(state) => state,
+                        Err(_) => {
+                            msg = SnapshotMsg::diff(None, &s, Some(player));
+                            match msg.apply(None) {
+                                Ok(state) => state,
+                                Err(_) => continue,
+                            }
+                        }
+                    };
+                    if msg.base.is_some() {
+                        self.stats.snapshots_delta += 1;
+                    } else {
+                        self.stats.snapshots_full += 1;
+                    }
+                    p.snap_hist.push_back(state);
+                    while p.snap_hist.len() > (MAX_BASE_AGE / SNAPSHOT_EVERY_TICKS) as usize + 2 {
+                        p.snap_hist.pop_front();
+                    }
+                    self.send(peer, CH_SNAPSHOT, &ServerMsg::Snapshot(msg));
                 }
             }
         }

@@ -19,29 +19,21 @@ fn target(t: Target) -> WireTarget {
 /// The wire events of one step, per instance, in the order they happened.
 pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
     let mut out: BTreeMap<InstanceId, Vec<WireEvent>> = BTreeMap::new();
-    // A bullet despawn is a hit when the same step reports damage right after it.
-    let mut i = 0;
-    while i < events.len() {
-        let (inst, ev) = match &events[i] {
+    for e in events {
+        let (inst, ev) = match e {
             SimEvent::BulletSpawned { instance, spawn } => (*instance, WireEvent::Spawn(*spawn)),
-            SimEvent::BulletDespawned { instance, uid } => match events.get(i + 1) {
-                Some(SimEvent::Damage { target: t, .. }) => {
-                    i += 1;
-                    (*instance, WireEvent::Hit { uid: *uid, target: target(*t) })
-                }
-                _ => (*instance, WireEvent::Despawn { uid: *uid }),
-            },
+            SimEvent::BurstSpawned { instance, burst } => (*instance, WireEvent::Burst(*burst)),
+            SimEvent::BulletHit { instance, uid, target: t, .. } => {
+                (*instance, WireEvent::Hit { uid: *uid, target: target(*t) })
+            }
+            SimEvent::BulletDespawned { instance, uid } => (*instance, WireEvent::Despawn { uid: *uid }),
             SimEvent::Death { instance, target: t } => (*instance, WireEvent::Death { target: target(*t) }),
             SimEvent::PhaseChanged { instance, phase, .. } => (*instance, WireEvent::Phase { phase: *phase }),
             SimEvent::InstanceCleared { instance } => (*instance, WireEvent::Cleared),
             SimEvent::Sfx { instance, name, pos } => (*instance, WireEvent::Sfx { name: name.clone(), pos: *pos }),
-            _ => {
-                i += 1;
-                continue;
-            }
+            _ => continue,
         };
         out.entry(inst).or_default().push(ev);
-        i += 1;
     }
     out
 }
@@ -100,5 +92,5 @@ pub fn snapshot(
         max_hp: b.max_hp.max(0) as u32,
         phase: b.phase as u8,
     });
-    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, players, enemies, boss })
+    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, arrivals: None, players, enemies, boss })
 }

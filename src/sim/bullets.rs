@@ -126,6 +126,68 @@ impl BulletSpawn {
     }
 }
 
+/// Several bullets of one shape fired in one tick from one origin: a `ring`, a `fan`, a
+/// volley. It travels as one event, and both sides expand it with [`Burst::spawn`] into the
+/// same bullets, bit for bit: every direction is an integer step on the angle grid, so no
+/// rounding can differ between the server's expansion and a client's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Burst {
+    /// What every bullet shares: `uid` is the first bullet's (the rest follow it), `pos`
+    /// the origin; `angle` is ignored (see `angle0`). Already on the grid.
+    pub shape: BulletSpawn,
+    /// Bullets in the burst, 1..=`Burst::MAX_COUNT`.
+    pub count: u16,
+    /// First direction, in angle grid steps (1/65536 of a turn).
+    pub angle0: u16,
+    /// Bullet `i` points `floor(i * span / div)` grid steps after `angle0`: a ring of n has
+    /// span 65536 and div n; a fan has span = its spread and div n - 1.
+    pub span: u32,
+    pub div: u16,
+    /// Distance from the origin along each bullet's own direction, on the position grid.
+    pub offset: f32,
+}
+
+impl Burst {
+    /// Most bullets one burst may hold (the Lua API's `n` limit is lower).
+    pub const MAX_COUNT: u16 = 1024;
+
+    /// Builds a burst from raw parameters, snapping everything to the grid (what the server
+    /// does before any bullet exists).
+    pub fn new(shape: BulletSpawn, count: u16, angle0_deg: f32, span: u32, div: u16, offset: f32) -> Burst {
+        let offset = if offset.is_finite() { grid::pos_q(offset) as f32 / grid::POS } else { 0.0 };
+        Burst {
+            shape: BulletSpawn { angle: 0.0, ..shape }.quantized(),
+            count: count.clamp(1, Self::MAX_COUNT),
+            angle0: grid::angle_q(angle0_deg),
+            span: span.min(65536),
+            div: div.max(1),
+            offset,
+        }
+    }
+
+    /// Bullet `i` of the burst (the same on every machine).
+    pub fn spawn(&self, i: u16) -> BulletSpawn {
+        let step = (i as u64 * self.span as u64) / self.div.max(1) as u64;
+        let a = ((self.angle0 as u64 + step) % 65536) as f32 / grid::ANGLE;
+        let pos = if self.offset == 0.0 {
+            self.shape.pos
+        } else {
+            self.shape.pos + Vec2::from_angle_deg(a) * self.offset
+        };
+        BulletSpawn { uid: self.shape.uid.wrapping_add(i as u32), pos, angle: a, ..self.shape }.quantized()
+    }
+
+    /// Every bullet of the burst, in uid order.
+    pub fn spawns(&self) -> impl Iterator<Item = BulletSpawn> + '_ {
+        (0..self.count).map(|i| self.spawn(i))
+    }
+
+    /// The last bullet's uid.
+    pub fn last_uid(&self) -> u32 {
+        self.shape.uid.wrapping_add(self.count.max(1) as u32 - 1)
+    }
+}
+
 /// Structure-of-arrays bullet storage.
 #[derive(Clone, Debug, Default)]
 pub struct BulletPool {

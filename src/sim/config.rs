@@ -26,8 +26,11 @@ pub const INPUT_MAX_AGE: u32 = 30;
 /// Inputs further than this ahead of the server tick claim the future and are dropped.
 /// Must stay far wider than the client's lead band (see `client`); a test asserts it.
 pub const INPUT_MAX_LEAD: u32 = 40;
-/// Per-player input queue cap; a flood beyond it drops the oldest queued frames.
-pub const INPUT_QUEUE_CAP: usize = (INPUT_MAX_AGE + INPUT_MAX_LEAD + 1) as usize;
+/// Per-player input queue cap; a flood beyond it drops the oldest queued frames. An honest
+/// client queues at most its lead (the client keeps it under 20) plus a few redundant
+/// copies of frames not yet consumed; the cap sits below the legal window
+/// (`INPUT_MAX_AGE + INPUT_MAX_LEAD + 1` ticks) so that a flood can be told apart.
+pub const INPUT_QUEUE_CAP: usize = 32;
 /// Player bullet kind used when the content does not name one.
 pub const DEFAULT_PLAYER_BULLET: &str = "player_shot";
 /// Hard cap on live bullets per instance, so a runaway script cannot exhaust memory.

@@ -1,7 +1,7 @@
 //! What a step reports. The server turns some of these into wire messages; `Transfer`,
 //! `InstanceOpened` and `InstanceClosed` are server-only and have no encoding at all.
 
-use super::bullets::BulletSpawn;
+use super::bullets::{BulletSpawn, Burst};
 use super::instance::InstanceId;
 use super::math::Vec2;
 use super::player::PlayerId;
@@ -30,13 +30,23 @@ pub enum SimEvent {
         instance: InstanceId,
         spawn: BulletSpawn,
     },
-    /// A bullet killed early by a hit (expiry and leaving the arena are never reported).
+    /// A ring, fan or volley: `burst.count` bullets with consecutive uids, one event.
+    BurstSpawned {
+        instance: InstanceId,
+        burst: Burst,
+    },
+    /// A bullet removed early without a hit (a bullet cancel when a boss dies). Expiry
+    /// and leaving the arena are never reported: both sides derive them.
     BulletDespawned {
         instance: InstanceId,
         uid: u32,
     },
-    Damage {
+    /// A bullet hit a target: the bullet is consumed and `amount` damage dealt, leaving
+    /// the target at `hp`. One event, so nothing downstream has to pair a despawn with a
+    /// damage by their order.
+    BulletHit {
         instance: InstanceId,
+        uid: u32,
         target: Target,
         amount: i32,
         hp: i32,
@@ -99,4 +109,15 @@ pub enum SimEvent {
     InstanceClosed {
         instance: InstanceId,
     },
+}
+
+impl SimEvent {
+    /// The bullets this event created (one for a spawn, each of a burst's, else none).
+    pub fn spawned(&self) -> Vec<BulletSpawn> {
+        match self {
+            SimEvent::BulletSpawned { spawn, .. } => vec![*spawn],
+            SimEvent::BurstSpawned { burst, .. } => burst.spawns().collect(),
+            _ => Vec::new(),
+        }
+    }
 }

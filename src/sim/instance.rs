@@ -2,7 +2,7 @@
 //! script runtime, and steps them in a fixed order each tick:
 //! bullets -> players -> enemies -> scripts -> hits -> waves/boss/clear.
 
-use super::bullets::{BulletPool, BulletSpawn, Team};
+use super::bullets::{BulletPool, BulletSpawn, Burst, Team};
 use super::config::*;
 use super::defs::{Behaviour, Defs};
 use super::events::{SimEvent, Target, TransferReason};
@@ -11,7 +11,7 @@ use super::math::Vec2;
 use super::movement::step_player;
 use super::player::{Player, PlayerId, BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
 use super::rng::Rng;
-use super::script::{Owner, OwnerView, PlayerView, ScriptCmd, ScriptMessage, ScriptView, Scripting, ShotCmd};
+use super::script::{BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptMessage, ScriptView, Scripting, ShotCmd};
 use super::Tick;
 
 pub type InstanceId = u32;
@@ -376,6 +376,7 @@ impl Instance {
         for c in &cmds {
             match c {
                 ScriptCmd::Shot(s) => self.spawn_bullet(tick, s, Team::Enemy, events),
+                ScriptCmd::Burst(b) => self.spawn_burst(tick, b, events),
                 ScriptCmd::MoveTo { owner, target, ticks } => {
                     // The target is kept inside the arena, so no script can move a body out
                     // of reach (or to NaN, where nothing could ever hit it).
@@ -436,6 +437,39 @@ impl Instance {
         self.max_bullet_radius = self.max_bullet_radius.max(s.radius);
         self.bullets.spawn(&spawn, s.damage);
         events.push(SimEvent::BulletSpawned { instance: self.id, spawn });
+    }
+
+    /// Spawns a ring, fan or volley of enemy bullets: one event, expanded by the same code
+    /// on every client. Fewer bullets than asked when the instance is near its cap.
+    pub fn spawn_burst(&mut self, tick: Tick, b: &BurstCmd, events: &mut Vec<SimEvent>) {
+        let room = MAX_BULLETS_PER_INSTANCE.saturating_sub(self.bullets.len());
+        let count = (b.count as usize).min(room).min(Burst::MAX_COUNT as usize) as u16;
+        self.bullets_refused += b.count as u64 - count as u64;
+        if count == 0 {
+            return;
+        }
+        let s = &b.shot;
+        let shape = BulletSpawn {
+            uid: self.next_uid,
+            pos: s.pos,
+            angle: 0.0,
+            speed: s.speed,
+            radius: s.radius,
+            lifetime: s.lifetime,
+            kind: s.kind,
+            team: Team::Enemy,
+            accel: s.accel,
+            turn: s.turn,
+            max_speed: s.max_speed,
+            tick,
+        };
+        let burst = Burst::new(shape, count, s.angle, b.span, b.div, b.offset);
+        self.next_uid = self.next_uid.wrapping_add(count as u32);
+        self.max_bullet_radius = self.max_bullet_radius.max(s.radius);
+        for spawn in burst.spawns() {
+            self.bullets.spawn(&spawn, s.damage);
+        }
+        events.push(SimEvent::BurstSpawned { instance: self.id, burst });
     }
 
     /// Spawns an enemy by id and starts its emitters. Unknown ids are reported, not fatal.
@@ -532,8 +566,7 @@ impl Instance {
             p.hp -= dmg;
             let uid = self.bullets.uid[bi];
             self.bullets.kill(bi);
-            events.push(SimEvent::BulletDespawned { instance: self.id, uid });
-            events.push(SimEvent::Damage { instance: self.id, target: Target::Player(pid), amount: dmg, hp: p.hp });
+            events.push(SimEvent::BulletHit { instance: self.id, uid, target: Target::Player(pid), amount: dmg, hp: p.hp });
             if p.hp <= 0 {
                 p.hp = 0;
                 p.dead = true;
@@ -593,8 +626,7 @@ impl Instance {
             let hp_now = *hp;
             let uid = self.bullets.uid[bi];
             self.bullets.kill(bi);
-            events.push(SimEvent::BulletDespawned { instance: self.id, uid });
-            events.push(SimEvent::Damage { instance: self.id, target, amount, hp: hp_now });
+            events.push(SimEvent::BulletHit { instance: self.id, uid, target, amount, hp: hp_now });
             match target {
                 Target::Boss if died => self.boss_died(events),
                 Target::Boss => self.check_phase(defs, events),

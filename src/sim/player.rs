@@ -210,12 +210,16 @@ mod tests {
             }
         }
         assert!(p.queue.len() <= INPUT_QUEUE_CAP);
-        assert_eq!(floods, 0, "the legal window fits in the queue");
+        let window = (INPUT_MAX_AGE + INPUT_MAX_LEAD + 1) as usize;
+        assert_eq!(floods, window - INPUT_QUEUE_CAP, "filling the whole legal window is a flood");
+        assert_eq!(p.queue.front().unwrap().tick, now + INPUT_MAX_LEAD + 1 - INPUT_QUEUE_CAP as u32, "oldest dropped");
         p.queue.clear();
-        for t in 0..(INPUT_QUEUE_CAP as u32 + 5) {
-            let _ = p.queue_input(now, f(now - INPUT_MAX_AGE + t % 71));
+        // What an honest client queues (its lead plus redundant copies) is never a flood.
+        for t in now + 1..=now + 20 {
+            for k in 0..3 {
+                assert_ne!(p.queue_input(now, f(t.saturating_sub(k))), Err(InputDrop::Flood));
+            }
         }
-        assert!(p.queue.len() <= INPUT_QUEUE_CAP);
     }
 
     #[test]

@@ -57,10 +57,23 @@ pub struct ShotCmd {
     pub damage: i32,
 }
 
+/// Several bullets of one shape in one call (`ring`, `fan`): one event on the wire. Bullet
+/// `i` points `floor(i * span / div)` angle grid steps (1/65536 turn) after `shot.angle`
+/// and starts `offset` px from `shot.pos` along its direction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BurstCmd {
+    pub shot: ShotCmd,
+    pub count: u16,
+    pub span: u32,
+    pub div: u16,
+    pub offset: f32,
+}
+
 /// Commands queued by scripts, applied by the simulation at the end of the script phase.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScriptCmd {
     Shot(ShotCmd),
+    Burst(BurstCmd),
     MoveTo { owner: Owner, target: Vec2, ticks: u32 },
     Spawn { enemy: String, pos: Vec2 },
     Sfx { name: String, pos: Vec2 },

@@ -61,16 +61,54 @@ impl ShotSpec {
         })
     }
 
-    /// Queues one bullet at `angle` (degrees).
-    fn fire(&self, c: &mut Ctx, angle: f32) -> mlua::Result<()> {
-        if c.shots >= MAX_SHOTS_PER_TICK {
+    /// Counts `n` bullets against the instance's per-tick limit.
+    fn count(c: &mut Ctx, n: usize) -> mlua::Result<()> {
+        if c.shots + n > MAX_SHOTS_PER_TICK {
             return Err(rt_err(format!("more than {MAX_SHOTS_PER_TICK} bullets fired in one tick in this instance")));
         }
-        c.shots += 1;
+        c.shots += n;
+        Ok(())
+    }
+
+    /// The shot this spec describes at `angle` from `origin` (offset not applied).
+    fn cmd(&self, c: &mut Ctx, origin: Vec2, angle: f32) -> mlua::Result<ShotCmd> {
         let &(kind, radius, damage) =
             c.names.kinds.get(&self.kind).ok_or_else(|| rt_err(format!("unknown bullet kind '{}'", self.kind)))?;
+        Ok(ShotCmd {
+            pos: origin,
+            angle,
+            speed: self.speed,
+            radius: self.radius.unwrap_or(radius),
+            lifetime: self.lifetime,
+            kind,
+            accel: self.accel,
+            turn: self.turn,
+            max_speed: self.max_speed,
+            damage: self.damage.unwrap_or(damage),
+        })
+    }
+
+    fn origin(&self, c: &mut Ctx) -> Vec2 {
         let me = c.my_pos();
-        let origin = Vec2::new(self.x.unwrap_or(me.x), self.y.unwrap_or(me.y));
+        Vec2::new(self.x.unwrap_or(me.x), self.y.unwrap_or(me.y))
+    }
+
+    /// Queues `n` bullets as one burst: bullet `i` at `angle0` plus `i * span / div` steps
+    /// of the angle grid (1/65536 turn). One event on the wire, whatever `n`.
+    fn burst(&self, c: &mut Ctx, n: i64, angle0: f32, span: u32, div: u16) -> mlua::Result<()> {
+        Self::count(c, n as usize)?;
+        let origin = self.origin(c);
+        let shot = self.cmd(c, origin, angle0)?;
+        c.cmds.push(ScriptCmd::Burst(BurstCmd { shot, count: n as u16, span, div, offset: self.offset }));
+        Ok(())
+    }
+
+    /// Queues one bullet at `angle` (degrees).
+    fn fire(&self, c: &mut Ctx, angle: f32) -> mlua::Result<()> {
+        Self::count(c, 1)?;
+        let &(kind, radius, damage) =
+            c.names.kinds.get(&self.kind).ok_or_else(|| rt_err(format!("unknown bullet kind '{}'", self.kind)))?;
+        let origin = self.origin(c);
         let dir = Vec2::from_angle_deg(angle);
         c.cmds.push(ScriptCmd::Shot(ShotCmd {
             pos: origin + dir * self.offset,
@@ -178,10 +216,8 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
             let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
             with_ctx(lua, |c| {
                 let start = spec.angle.unwrap_or(90.0);
-                for i in 0..n {
-                    spec.fire(c, start + i as f32 * 360.0 / n as f32).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
-                }
-                Ok(())
+                // A full turn in n equal integer steps of the angle grid.
+                spec.burst(c, n, start, 65536, n as u16).map_err(|e| rt_err(format!("{at}ring: {e}")))
             })
         })?,
     )?;
@@ -199,11 +235,16 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     (Value::Nil, None) => aim_angle(c, &Value::Nil)?,
                     (v, _) => aim_angle(c, v)?,
                 };
-                for i in 0..n {
-                    let a = if n == 1 { centre } else { centre - spread / 2.0 + spread * i as f32 / (n - 1) as f32 };
-                    spec.fire(c, a).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
-                }
-                Ok(())
+                // The spread on the angle grid, shared out in n - 1 equal integer steps (a
+                // negative spread is the same fan).
+                let spread = spread.abs().min(360.0);
+                let (first, span, div) = if n == 1 {
+                    (centre, 0, 1)
+                } else {
+                    let span = (spread * crate::sim::bullets::grid::ANGLE).round() as u32;
+                    (centre - spread / 2.0, span, (n - 1) as u16)
+                };
+                spec.burst(c, n, first, span, div).map_err(|e| rt_err(format!("{at}fan: {e}")))
             })
         })?,
     )?;

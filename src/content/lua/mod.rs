@@ -17,7 +17,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value
 pub use super::diag::escape_text;
 use crate::sim::rng::Rng;
 use crate::sim::script::{
-    Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
+    BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
 };
 use crate::sim::{Defs, Tick, Vec2};
 
