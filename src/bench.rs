@@ -296,6 +296,9 @@ pub struct NetFight {
     pub wire_up_kbs: Option<f64>,
     /// What sending every live bullet's position (2 x f32) in every snapshot would add.
     pub per_bullet_state_kbs: f64,
+    /// Down payload per client in snapshots and in events (KB/s).
+    pub snapshot_kbs: f64,
+    pub events_kbs: f64,
     pub mean_bullets: f64,
     pub pred_err_mean: f64,
     pub pred_err_max: f32,
@@ -311,6 +314,7 @@ impl std::fmt::Display for NetFight {
         if let (Some(d), Some(u)) = (self.wire_down_kbs, self.wire_up_kbs) {
             write!(f, " (on the wire with ENet overhead: down {d:.2}, up {u:.2})")?;
         }
+        write!(f, " [snapshots {:.2}, events {:.2}]", self.snapshot_kbs, self.events_kbs)?;
         write!(
             f,
             "; bullets mean {:.0}; per-bullet state in snapshots would add {:.1} KB/s; prediction error mean {:.3} px, max {:.2} px",
@@ -355,7 +359,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
     let start = Instant::now();
     let mut tick = 0u64;
     // (tick the boss appeared, payload and wire byte counters of each client then)
-    type Start = (u64, Vec<(u64, u64)>, Vec<(u64, u64)>);
+    type Start = (u64, Vec<(u64, u64)>, Vec<(u64, u64)>, Vec<[u64; 32]>);
     let mut fight: Option<Start> = None;
     let (mut hypo, mut bullets_sum, mut samples) = (0u64, 0u64, 0u64);
     let ticks_total = (seconds * 60.0) as u64;
@@ -385,9 +389,10 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
                 let bytes =
                     clients.iter().map(|(c, _)| (c.net.stats(0).bytes_sent, c.net.stats(0).bytes_received)).collect();
                 let wire = clients.iter().map(|(c, _)| c.net.wire_totals().unwrap_or_default()).collect();
-                fight = Some((tick, bytes, wire));
+                let kinds = clients.iter().map(|(c, _)| c.stats.bytes_by_type).collect();
+                fight = Some((tick, bytes, wire, kinds));
             }
-            let (t0, _, _) = fight.as_ref().expect("set");
+            let (t0, _, _, _) = fight.as_ref().expect("set");
             let phase =
                 (((tick - t0) as f64 / (ticks_total as f64 / phases.len() as f64)) as usize).min(phases.len() - 1);
             i.force_boss_hp(&d, phases[phase] - 0.01, &mut ev);
@@ -401,7 +406,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
                 samples += 1;
             }
         }
-        if fight.as_ref().is_some_and(|(t0, _, _)| tick - t0 >= ticks_total) {
+        if fight.as_ref().is_some_and(|(t0, _, _, _)| tick - t0 >= ticks_total) {
             break;
         }
         if tick > ticks_total + 60 * 60 {
@@ -414,12 +419,18 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
             }
         }
     }
-    let (_, b0, w0) = fight.expect("fight happened");
+    let (_, b0, w0, k0) = fight.expect("fight happened");
     let secs = seconds;
     let n = clients.len() as f64;
     let (mut up, mut down, mut wup, mut wdown) = (0u64, 0u64, 0u64, 0u64);
     let (mut err_sum, mut err_max) = (0f64, 0f32);
+    let (mut snap_bytes, mut event_bytes) = (0u64, 0u64);
     for (k, (c, _)) in clients.iter().enumerate() {
+        let by = &c.stats.bytes_by_type;
+        snap_bytes +=
+            by[crate::protocol::messages::T_SNAPSHOT as usize] - k0[k][crate::protocol::messages::T_SNAPSHOT as usize];
+        event_bytes +=
+            by[crate::protocol::messages::T_EVENTS as usize] - k0[k][crate::protocol::messages::T_EVENTS as usize];
         let s = c.net.stats(0);
         up += s.bytes_sent - b0[k].0;
         down += s.bytes_received - b0[k].1;
@@ -440,6 +451,8 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
         wire_down_kbs: enet.then(|| kbs(wdown)),
         wire_up_kbs: enet.then(|| kbs(wup)),
         per_bullet_state_kbs: hypo as f64 / secs / 1024.0,
+        snapshot_kbs: kbs(snap_bytes),
+        events_kbs: kbs(event_bytes),
         mean_bullets: bullets_sum as f64 / samples.max(1) as f64,
         pred_err_mean: err_sum / n,
         pred_err_max: err_max,
@@ -518,6 +531,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         players: &players,
         own_id: Some(1),
         own_pos: None,
+        own_aim: None,
         enemies: &[],
         enemy_radius: &[],
         boss: None,

@@ -3,6 +3,9 @@
 //! play reaches the hub and shows the game, quits cleanly on Ctrl+Q; a second process joins
 //! it and both see each other; with no display a windowed run fails at once, clearly.
 
+mod common;
+use common::free_port;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -130,7 +133,14 @@ static DISPLAY_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn xvfb() -> Xvfb {
     let _guard = DISPLAY_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for n in 90..120 {
-        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+        // A lock whose server is gone (killed earlier) is stale: clear it and reuse the number.
+        let lock = format!("/tmp/.X{n}-lock");
+        let pid = std::fs::read_to_string(&lock).ok().and_then(|s| s.trim().parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_file(&lock);
+            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
+        }
+        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() || Path::new(&lock).exists() {
             continue;
         }
         let display = format!(":{n}");
@@ -212,10 +222,6 @@ impl Game {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn config_with_port(dir: &Path, name: &str, port: u16) {

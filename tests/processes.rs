@@ -3,6 +3,9 @@
 //! channels its body out instead of dropping it; another leaves through the menu's
 //! disconnect path; the third plays on; the server stops cleanly on SIGTERM.
 
+mod common;
+use common::free_port;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -10,10 +13,6 @@ use std::time::{Duration, Instant};
 
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_hailfire")
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn read(p: &Path) -> String {

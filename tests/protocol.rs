@@ -58,21 +58,22 @@ fn golden_content_messages() {
 }
 
 #[test]
-fn golden_input_three_frames_22_bytes() {
+fn golden_input_three_frames_23_bytes() {
     let frames = vec![
         WireInput { mx: 100, my: -100, aim: 0x4000, buttons: 1 },
         WireInput { mx: 0, my: 50, aim: 0, buttons: 0 },
         WireInput { mx: -1, my: 0, aim: 0xffff, buttons: 7 },
     ];
     // The newest snapshot held is 5 ticks older than the newest frame: zigzag(5) + 1 = 11.
-    let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: Some(0x01020304 - 5), frames: frames.clone() };
+    let m =
+        ClientMsg::Input { newest_tick: 0x01020304, snap_ack: Some(0x01020304 - 5), lead: 9, frames: frames.clone() };
     let b = m.encode();
-    assert_eq!(b.len(), 22);
-    assert_eq!(hex(&b), "02 03 04 03 02 01 0b 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
+    assert_eq!(b.len(), 23);
+    assert_eq!(hex(&b), "02 03 04 03 02 01 0b 09 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
     assert_eq!(ClientMsg::decode(&b).unwrap(), m);
     // No snapshot yet (0), and one newer than the frame (a negative distance) round trip.
     for ack in [None, Some(0x01020304 + 9), Some(0)] {
-        let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: ack, frames: frames.clone() };
+        let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: ack, lead: 200, frames: frames.clone() };
         assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
     }
 }
@@ -109,7 +110,6 @@ fn spawn() -> BulletSpawn {
 #[test]
 fn golden_events_spawn_is_about_15_bytes() {
     let m = ServerMsg::Events {
-        instance: 2,
         tick: 77,
         events: vec![
             WireEvent::Spawn(spawn()),
@@ -119,7 +119,7 @@ fn golden_events_spawn_is_about_15_bytes() {
         ],
     };
     let b = m.encode();
-    assert_eq!(hex(&b), "16 02 4d 04 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 02 01 02 04 00 04 05 01");
+    assert_eq!(hex(&b), "16 4d 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 09 01 01 04 00 04 05 01");
     // Spawn event: tag + 15 bytes here (a uid far from the previous one costs 2 extra).
     assert_eq!(ServerMsg::decode(&b).unwrap(), m);
 }
@@ -132,12 +132,9 @@ fn burst() -> Burst {
 #[test]
 fn golden_burst_a_whole_ring_in_about_20_bytes() {
     let b = burst();
-    let m = ServerMsg::Events { instance: 2, tick: 77, events: vec![WireEvent::Burst(b)] };
+    let m = ServerMsg::Events { tick: 77, events: vec![WireEvent::Burst(b)] };
     let bytes = m.encode();
-    assert_eq!(
-        hex(&bytes),
-        "16 02 4d 01 08 0a a0 1f 18 03 91 01 ca 00 e4 08 80 80 04 18 80 02 10 ac 02 a4 00 00 04"
-    );
+    assert_eq!(hex(&bytes), "16 4d 08 0a a0 1f 18 03 91 01 ca 00 e4 08 80 80 04 18 80 02 10 ac 02 a4 00 00 04");
     assert!(bytes.len() - 5 <= 24, "24 bullets in {} bytes (24 separate spawns took 15 + 23 x 8)", bytes.len() - 5);
     assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
     // The expansion: 24 bullets, consecutive uids, a full turn in equal grid steps.
@@ -150,16 +147,19 @@ fn golden_burst_a_whole_ring_in_about_20_bytes() {
         let q = hailfire::sim::bullets::grid::angle_q(x.angle) as u32;
         assert_eq!(q, (b.angle0 as u32 + (i as u32 * 65536) / 24) % 65536, "bullet {i}");
         assert_eq!(*x, x.quantized(), "on the grid");
-        assert_eq!((x.speed, x.accel, x.max_speed, x.pos), (b.shape.speed, b.shape.accel, b.shape.max_speed, b.shape.pos));
+        assert_eq!(
+            (x.speed, x.accel, x.max_speed, x.pos),
+            (b.shape.speed, b.shape.accel, b.shape.max_speed, b.shape.pos)
+        );
     }
     // A spawn after a burst may repeat its shape, and uid deltas continue from its last.
     let after = BulletSpawn { uid: 2024, angle: 33.0, ..s[0] }.quantized();
-    let m = ServerMsg::Events { instance: 2, tick: 77, events: vec![WireEvent::Burst(b), WireEvent::Spawn(after)] };
+    let m = ServerMsg::Events { tick: 77, events: vec![WireEvent::Burst(b), WireEvent::Spawn(after)] };
     let bytes2 = m.encode();
     assert_eq!(bytes2.len(), bytes.len() + 1 + 8, "the spawn after it is an 8-byte repeat");
     assert_eq!(ServerMsg::decode(&bytes2).unwrap(), m);
     // Counts and steps that cannot be expanded are refused.
-    for (at, v) in [(8usize, 0u8), (19, 0)] {
+    for (at, v) in [(6usize, 0u8), (17, 0)] {
         let mut bad = bytes.clone();
         bad[at] = v;
         assert!(ServerMsg::decode(&bad).is_err(), "byte {at} = {v}");
@@ -172,19 +172,15 @@ fn golden_events_ring_repeats_cost_8_bytes() {
     let a = spawn();
     let b = BulletSpawn { uid: 1001, pos: Vec2::new(100.25, 50.5), angle: 210.0, ..a }.quantized();
     let c = BulletSpawn { uid: 1002, angle: 330.0, tick: 76, ..b }.quantized();
-    let m = ServerMsg::Events {
-        instance: 2,
-        tick: 77,
-        events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b), WireEvent::Spawn(c)],
-    };
+    let m = ServerMsg::Events { tick: 77, events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b), WireEvent::Spawn(c)] };
     let bytes = m.encode();
     assert_eq!(
         hex(&bytes),
-        "16 02 4d 03 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 01 20 02 91 01 ca 00 55 95 01 30 02 91 01 ca 00 ab ea 01"
+        "16 4d 01 00 d0 0f 03 91 01 ca 00 00 40 80 02 10 ac 02 01 20 02 91 01 ca 00 55 95 01 30 02 91 01 ca 00 ab ea 01"
     );
     assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
     // A repeat with nothing before it is malformed, not a panic.
-    let bad = [22u8, 2, 77, 1, 1, 32, 2, 0, 0, 0, 0, 0, 0];
+    let bad = [22u8, 77, 1, 32, 2, 0, 0, 0, 0, 0, 0];
     assert!(ServerMsg::decode(&bad).is_err());
 }
 
@@ -193,7 +189,7 @@ fn snapshot() -> Snapshot {
         instance: 1,
         tick: 600,
         last_input_tick: Some(598),
-        arrivals: Some(Arrivals { first_tick: 610, margins: vec![9, -1, ARRIVAL_MISSING] }),
+        report: Some(InputReport { max_need: 9, late: 1, missing: 2 }),
         players: vec![SnapPlayer {
             id: 1,
             pos: Vec2::new(480.0, 600.125),
@@ -214,7 +210,7 @@ fn golden_snapshot_whole() {
     let b = ServerMsg::Snapshot(m.clone()).encode();
     assert_eq!(
         hex(&b),
-        "1e 01 d8 04 00 03 03 14 09 ff 80 01 01 80 00 0f c1 12 5a 01 00 c0 01 01 00 0f 00 05 d0 0f e0 12 01 01 03 80 02 50 00 a0 00 3c"
+        "1e 01 d8 04 03 89 01 02 01 01 80 00 0f c1 12 5a 01 00 c0 01 01 00 0f 00 05 d0 0f e0 12 01 03 80 02 50 00 a0 00 3c"
     );
     assert_eq!(ServerMsg::decode(&b).unwrap(), ServerMsg::Snapshot(m.clone()));
     assert_eq!(m.apply(None).unwrap(), s, "a whole snapshot rebuilds exactly");
@@ -226,7 +222,7 @@ fn delta_snapshots_carry_only_what_changed_and_rebuild_exactly() {
     let mut s = snapshot();
     s.tick = 603;
     s.last_input_tick = Some(601);
-    s.arrivals = None;
+    s.report = Some(InputReport { max_need: 5, late: 0, missing: 0 });
     s.players[0].pos = Vec2::new(484.0, 600.125); // moved 4 px right: +32 on the 1/8 grid
     s.players[0].aim = 10;
     s.boss.as_mut().unwrap().hp = 1990;
@@ -238,12 +234,16 @@ fn delta_snapshots_carry_only_what_changed_and_rebuild_exactly() {
     let b = ServerMsg::Snapshot(m.clone()).encode();
     assert_eq!(
         hex(&b),
-        "1e 01 db 04 03 03 00 02 01 11 40 00 0a 02 80 08 00 10 00 64 00 00 00 02 02 c6 0f 02 03 00 04 80 00 f0 00 40 01 0a"
+        "1e 01 db 04 13 06 02 01 41 40 00 02 80 08 00 10 00 64 00 00 00 02 02 c6 0f 03 00 04 80 00 f0 00 40 01 0a"
     );
     let whole = ServerMsg::Snapshot(SnapshotMsg::diff(None, &s, Some(1))).encode();
     assert!(b.len() + 8 < whole.len(), "a delta ({} bytes) is smaller than the whole ({} bytes)", b.len(), whole.len());
     let ServerMsg::Snapshot(back) = ServerMsg::decode(&b).unwrap() else { panic!() };
-    assert_eq!(back.apply(Some(&base)).unwrap(), s.clone().quantized(), "base + delta = the new snapshot");
+    // Base + delta = the new snapshot, except the receiver's own aim, which is not sent
+    // (its ship is drawn with its own input's aim).
+    let mut want = s.clone().quantized();
+    want.players[0].aim = base.players[0].aim;
+    assert_eq!(back.apply(Some(&base)).unwrap(), want, "base + delta = the new snapshot");
     // Without the base (or with another one) it is refused, not guessed.
     assert!(back.apply(None).is_err());
     let mut other = base.clone();
@@ -286,7 +286,6 @@ fn round_trips_for_every_message() {
         ServerMsg::Enter { instance: 7, tick: 1234, dungeon: "warden_keep".into(), arena: (960, 720) },
         ServerMsg::Roster { instance: 7, players: vec![(1, "a".into()), (20, "bee".into())] },
         ServerMsg::Events {
-            instance: 7,
             tick: 1234,
             events: vec![
                 WireEvent::Spawn(
@@ -322,13 +321,13 @@ fn the_encoding_is_a_validator() {
     let back = w.to_frame(1);
     assert!(back.mv.length() <= 1.0 + 1e-6 || back.mv.x.abs() <= 1.0 && back.mv.y.abs() <= 1.0);
     // Hand-made bytes that claim more are refused, not clamped into something legal.
-    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, frames: vec![w] }.encode();
-    b[7] = 101;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, frames: vec![w] }.encode();
+    b[8] = 101;
     assert!(ClientMsg::decode(&b).is_err());
-    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, frames: vec![w] }.encode();
-    b[11] = 0x08;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, frames: vec![w] }.encode();
+    b[12] = 0x08;
     assert!(ClientMsg::decode(&b).is_err(), "unknown button bit");
-    let mut b = vec![2u8, 9, 0, 0, 0, 0, 0];
+    let mut b = vec![2u8, 9, 0, 0, 0, 0, 0, 4];
     b.extend(std::iter::repeat_n([0u8; 5], 9).flatten());
     assert!(ClientMsg::decode(&b).is_err(), "more than eight frames");
 }
@@ -342,8 +341,8 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
         ServerMsg::ContentChunk { offset: 77, data: vec![5; 40] }.encode(),
         ServerMsg::Snapshot(SnapshotMsg::diff(None, &snapshot(), Some(1))).encode(),
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &snapshot(), Some(1))).encode(),
-        ServerMsg::Events { instance: 1, tick: 2, events: vec![WireEvent::Burst(burst())] }.encode(),
-        ServerMsg::Events { instance: 1, tick: 2, events: vec![WireEvent::Spawn(spawn())] }.encode(),
+        ServerMsg::Events { tick: 2, events: vec![WireEvent::Burst(burst())] }.encode(),
+        ServerMsg::Events { tick: 2, events: vec![WireEvent::Spawn(spawn())] }.encode(),
         ServerMsg::Roster { instance: 1, players: vec![(1, "a".into())] }.encode(),
     ];
     for k in 0..200_000u32 {

@@ -2,6 +2,9 @@
 //! invulnerability frames, fire cooldown, respawn lockout, the escape channel, linkdead
 //! bodies, hit priority, boss phases and instances.
 
+mod common;
+use common::base;
+
 use std::collections::BTreeSet;
 
 use hailfire::content::{self, Content, ModRoot};
@@ -11,12 +14,6 @@ use hailfire::sim::events::{Target, TransferReason};
 use hailfire::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
 use hailfire::sim::script::ShotCmd;
 use hailfire::sim::{InputFrame, InstanceId, SimEvent, Vec2, World};
-
-fn base() -> Content {
-    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
-    assert!(c.base_loaded(), "{:?}", c.diagnostics);
-    c
-}
 
 fn world(seed: u64) -> World {
     let c = base();

@@ -189,6 +189,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         players: &f.players,
         own_id: Some(1),
         own_pos: None,
+        own_aim: None,
         enemies: &f.enemies,
         enemy_radius: &enemy_r,
         boss: f.boss,

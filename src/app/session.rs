@@ -213,6 +213,7 @@ impl Session {
             players: &snap.players,
             own_id: self.client.player_id,
             own_pos: self.client.pred,
+            own_aim: self.client.own_aim(),
             enemies: &snap.enemies,
             enemy_radius: &enemy_r,
             boss: snap.boss,

@@ -6,13 +6,16 @@
 //!
 //! # The input lead controller
 //! Every frame is numbered `lead` ticks ahead of the client's estimate of the server's
-//! tick. The server reports, per frame, its arrival margin `m` (how many ticks before it
-//! was needed it arrived). With `l` the lead the frame was sent with, `r = l - m` is the
-//! lead that frame needed: the round trip, the jitter and any loss it met (a lost copy
-//! arrives a tick later, in the next packet), all measured as the server saw them. The
-//! target lead is the 99th percentile of `r` over the last `LEAD_WINDOW` frames plus
-//! `LEAD_SAFETY`; a frame that arrived late raises the target at once to cover it, and the
-//! target falls by at most one tick per `LEAD_SHRINK_TICKS` when the link calms. The lead
+//! tick, and each input packet says which lead its newest frame was numbered with. For
+//! every frame, at its first arrival, the server takes its margin `m` (how many ticks
+//! before it was needed it arrived) and works out `r = lead - m`, the lead that frame
+//! needed: the round trip, the jitter and any loss it met (a lost copy arrives a tick
+//! later, in the next packet), as the server saw them. Each snapshot reports the largest
+//! `r` since the previous one and how many frames came late or never (`InputReport`:
+//! one byte). The target lead is the 99th percentile of those reports over the last
+//! `LEAD_WINDOW` (10 s) plus `LEAD_SAFETY`; a report of a late frame raises the target at
+//! once to cover it, and the target falls by at most one tick per `LEAD_SHRINK_TICKS`
+//! when the link calms. The lead
 //! follows the target by numbering two frames in one tick (both carry the current input,
 //! so the server never coasts through the gap) or, to shrink, by pausing the numbering for
 //! a tick now and then. Redundancy (copies of recent frames per packet) grows with the
@@ -39,8 +42,8 @@ pub const INPUT_LEAD_MIN: i64 = 3;
 pub const INPUT_LEAD_MAX: i64 = 20;
 /// Lead with no latency information yet.
 pub const INPUT_TARGET_LEAD: i64 = 4;
-/// Frames (arrival reports) the lead controller remembers: 10 s of input.
-pub const LEAD_WINDOW: usize = 600;
+/// Input reports (one per snapshot) the lead controller remembers: 10 s.
+pub const LEAD_WINDOW: usize = 200;
 /// The share of frames the lead must cover, and the margin kept above it, ticks.
 pub const LEAD_PERCENTILE: f64 = 0.99;
 pub const LEAD_SAFETY: f64 = 1.0;
@@ -125,6 +128,8 @@ pub struct ClientStats {
     pub server_inputs_dropped: u32,
     pub server_ticks_coasted: u32,
     pub malformed: u64,
+    /// Payload bytes received per message type (byte 0 of each packet).
+    pub bytes_by_type: [u64; 32],
     /// Content received at join (compressed bytes), and whether the cache answered.
     pub content_bytes: u64,
     pub content_from_cache: bool,
@@ -202,9 +207,9 @@ pub struct Client<T: Transport> {
     last_sent: Option<u32>,
     /// Client ticks since joining.
     ticks: u64,
-    /// The lead each recent frame was sent with (tick, input tick minus estimate).
-    sent_lead: VecDeque<(u32, f32)>,
-    /// The lead each reported frame needed (see the module docs), newest last.
+    /// The lead the newest frame was numbered with (sent with each input packet).
+    sent_lead: i64,
+    /// The leads the server reported as needed (see the module docs), newest last.
     needed: VecDeque<f32>,
     /// The controller's target (0: no report yet), when it last changed, and when the
     /// numbering last paused.
@@ -256,7 +261,7 @@ impl<T: Transport> Client<T> {
             input_tick: 0,
             last_sent: None,
             ticks: 0,
-            sent_lead: VecDeque::new(),
+            sent_lead: 0,
             needed: VecDeque::new(),
             target: 0,
             target_at: 0,
@@ -377,26 +382,17 @@ impl<T: Transport> Client<T> {
         self.input_tick = (self.input_tick as i64 + ticks).max(0) as u32;
     }
 
-    /// Takes the server's arrival report into the controller (see the module docs).
-    fn on_arrivals(&mut self, a: &Arrivals) {
-        let mut late_need: Option<f32> = None;
-        for (k, &m) in a.margins.iter().enumerate() {
-            let t = a.first_tick.wrapping_add(k as u32);
-            if m == ARRIVAL_MISSING {
-                self.stats.missing_frames += 1;
-                self.missing_at = Some(self.ticks);
-                continue;
-            }
-            let Some(&(_, sent)) = self.sent_lead.iter().find(|(st, _)| *st == t) else { continue };
-            let need = sent - m as f32;
-            if m < 0 {
-                self.stats.late_frames += 1;
-                late_need = Some(late_need.map_or(need, |l: f32| l.max(need)));
-            }
-            self.needed.push_back(need);
-            while self.needed.len() > LEAD_WINDOW {
-                self.needed.pop_front();
-            }
+    /// Takes the server's input report into the controller (see the module docs).
+    fn on_report(&mut self, r: InputReport) {
+        if r.missing > 0 {
+            self.stats.missing_frames += r.missing as u64;
+            self.missing_at = Some(self.ticks);
+        }
+        self.stats.late_frames += r.late as u64;
+        let late_need = (r.late > 0).then_some(r.max_need as f32);
+        self.needed.push_back(r.max_need as f32);
+        while self.needed.len() > LEAD_WINDOW {
+            self.needed.pop_front();
         }
         if self.needed.is_empty() {
             return;
@@ -519,16 +515,13 @@ impl<T: Transport> Client<T> {
                 let frame = WireInput::from_frame(&frame).to_frame(t);
                 self.unacked.push_back(frame);
                 self.recent.push_back(frame);
-                self.sent_lead.push_back((t, (t as i64 - self.est_tick()) as f32));
+                self.sent_lead = t as i64 - self.est_tick();
                 if let (Some(p), Some(arena), true) = (pos.as_mut(), arena, can_move) {
                     *p = step_player(*p, frame.mv, arena);
                 }
             }
             while self.recent.len() > MAX_INPUT_FRAMES {
                 self.recent.pop_front();
-            }
-            while self.sent_lead.len() > 256 {
-                self.sent_lead.pop_front();
             }
             self.pred = pos;
             self.last_sent = Some(self.input_tick);
@@ -554,7 +547,8 @@ impl<T: Transport> Client<T> {
             }
             frames.push(WireInput::from_frame(f));
         }
-        let msg = ClientMsg::Input { newest_tick: newest, snap_ack: self.snap_ack, frames };
+        let lead = self.sent_lead.clamp(0, 255) as u8;
+        let msg = ClientMsg::Input { newest_tick: newest, snap_ack: self.snap_ack, lead, frames };
         self.net.send(0, CH_INPUT, &msg.encode());
         self.stats.inputs_sent += 1;
     }
@@ -603,6 +597,10 @@ impl<T: Transport> Client<T> {
                     }
                 }
                 NetEvent::Packet { data, .. } => match ServerMsg::decode(&data) {
+                    Ok(m) if data[0] < 32 => {
+                        self.stats.bytes_by_type[data[0] as usize] += data.len() as u64;
+                        self.on_message(m)
+                    }
                     Ok(m) => self.on_message(m),
                     Err(_) => self.stats.malformed += 1,
                 },
@@ -666,8 +664,9 @@ impl<T: Transport> Client<T> {
                     v.roster = players;
                 }
             }
-            ServerMsg::Events { instance, events, .. } => {
-                let Some(v) = self.view.as_mut().filter(|v| v.instance == instance) else { return };
+            ServerMsg::Events { events, .. } => {
+                // Events follow the `Enter` of their instance on the same ordered channel.
+                let Some(v) = self.view.as_mut() else { return };
                 for e in &events {
                     v.replica.apply(e);
                     match e {
@@ -799,9 +798,8 @@ impl<T: Transport> Client<T> {
             self.snaps_expected = self.snaps_expected * 0.99 + expected;
             self.snaps_got = self.snaps_got * 0.99 + 1.0;
         }
-        if let Some(a) = &s.arrivals {
-            let a = a.clone();
-            self.on_arrivals(&a);
+        if let Some(r) = s.report {
+            self.on_report(r);
         }
         let Some(v) = self.view.as_mut() else { return };
         // Clock: follow the snapshot stream gently, jump when far off.
@@ -895,6 +893,11 @@ impl<T: Transport> Client<T> {
             bb.pos = ba.pos.lerp(bb.pos, t);
         }
         Some(out)
+    }
+
+    /// The aim (degrees) of the newest input frame: the local ship is drawn with it.
+    pub fn own_aim(&self) -> Option<f32> {
+        self.recent.back().map(|f| f.aim)
     }
 
     /// The local player as the last snapshot saw it.

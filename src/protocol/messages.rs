@@ -8,6 +8,7 @@
 use super::content::{ContentDigest, CONTENT_CHUNK};
 use super::wire::{DecodeError, Reader, Writer};
 use crate::sim::bullets::{grid, BulletSpawn, Burst, Team};
+use crate::sim::instance::{PLAYER_BULLET_LIFETIME, PLAYER_BULLET_SPEED};
 use crate::sim::player::BTN_MASK;
 use crate::sim::{InputFrame, Vec2};
 
@@ -17,10 +18,8 @@ pub const MAX_NAME: usize = 24;
 pub const INPUT_REDUNDANCY: usize = 3;
 /// Most frames one `Input` message may carry (the client sends more copies under loss).
 pub const MAX_INPUT_FRAMES: usize = 8;
-/// Most input arrival margins one snapshot reports.
-pub const MAX_ARRIVALS: usize = 32;
-/// An arrival margin that means "this frame never arrived".
-pub const ARRIVAL_MISSING: i8 = i8::MIN;
+/// Largest lead (ticks) an input report can express.
+pub const MAX_REPORTED_NEED: u8 = 127;
 /// Most entries any list in a message may claim.
 pub const MAX_LIST: usize = 4096;
 /// Most enemies one snapshot carries (more are left out: snapshots must fit one datagram).
@@ -30,6 +29,8 @@ pub const MAX_SNAPSHOT_PLAYERS: usize = 64;
 /// Bytes a snapshot's entities may take: whatever the instance holds, a snapshot fits one
 /// datagram (ENet's MTU less its headers and the secure layer's).
 pub const SNAPSHOT_BUDGET: usize = 1000;
+/// Ticks between snapshots, as the base/ack byte counts them.
+const SNAPSHOT_STEP: u32 = super::SNAPSHOT_EVERY_TICKS;
 /// How far back (ticks) a delta snapshot's base may be; older acks get a full snapshot.
 pub const MAX_BASE_AGE: u32 = 90;
 /// Largest packet either side accepts, bytes.
@@ -79,11 +80,13 @@ pub enum ClientMsg {
     /// cache or from the chunks just received): let it in. `u8 type, [u8; 32] digest`.
     ContentReady { digest: ContentDigest },
     /// Type 2, channel INPUT, unreliable sequenced. Legal after `Welcome`, every tick.
-    /// `u8 type, u8 n (1..=8), u32 newest_tick, var snap_ack, n x (i8 mx, i8 my, u16 aim,
-    /// u8 buttons)`, newest first; frame k is for tick `newest_tick - k`. `snap_ack` is the
-    /// newest snapshot the client holds (0 none, else zigzag(newest_tick - its tick) + 1):
-    /// the server sends deltas against it. 22 bytes with 3 frames.
-    Input { newest_tick: u32, snap_ack: Option<u32>, frames: Vec<WireInput> },
+    /// `u8 type, u8 n (1..=8), u32 newest_tick, var snap_ack, u8 lead, n x (i8 mx, i8 my,
+    /// u16 aim, u8 buttons)`, newest first; frame k is for tick `newest_tick - k`.
+    /// `snap_ack` is the newest snapshot the client holds (0 none, else
+    /// zigzag(newest_tick - its tick) + 1): the server sends deltas against it. `lead` is
+    /// how far ahead of its estimate of the server's tick the client numbered
+    /// `newest_tick` (for the input report). 23 bytes with 3 frames.
+    Input { newest_tick: u32, snap_ack: Option<u32>, lead: u8, frames: Vec<WireInput> },
 }
 
 pub const T_HELLO: u8 = 1;
@@ -106,7 +109,7 @@ impl ClientMsg {
                 w.u8(T_CONTENT_READY);
                 w.bytes(&digest.0);
             }
-            ClientMsg::Input { newest_tick, snap_ack, frames } => {
+            ClientMsg::Input { newest_tick, snap_ack, lead, frames } => {
                 w.u8(T_INPUT);
                 w.u8(frames.len().min(MAX_INPUT_FRAMES) as u8);
                 w.u32(*newest_tick);
@@ -117,6 +120,7 @@ impl ClientMsg {
                         w.var(((d << 1) ^ (d >> 63)) as u64 + 1);
                     }
                 }
+                w.u8(*lead);
                 for f in frames.iter().take(MAX_INPUT_FRAMES) {
                     w.i8(f.mx);
                     w.i8(f.my);
@@ -166,6 +170,7 @@ impl ClientMsg {
                         Some(newest_tick.wrapping_sub(d as i32 as u32))
                     }
                 };
+                let lead = r.u8()?;
                 let mut frames = Vec::with_capacity(n);
                 for _ in 0..n {
                     let (mx, my, aim, buttons) = (r.i8()?, r.i8()?, r.u16()?, r.u8()?);
@@ -177,7 +182,7 @@ impl ClientMsg {
                     }
                     frames.push(WireInput { mx, my, aim, buttons });
                 }
-                ClientMsg::Input { newest_tick, snap_ack, frames }
+                ClientMsg::Input { newest_tick, snap_ack, lead, frames }
             }
             t => return Err(DecodeError::UnknownType(t)),
         };
@@ -259,14 +264,17 @@ pub struct SnapBoss {
     pub phase: u8,
 }
 
-/// How early the receiver's input frames reached the server: frame `first_tick + k`
-/// arrived `margins[k]` ticks before the tick it was for was simulated (0: just in time;
-/// negative: too late, the server had coasted through it; `ARRIVAL_MISSING`: it never
-/// arrived). Every frame is reported once, in the first snapshot after it arrived.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Arrivals {
-    pub first_tick: u32,
-    pub margins: Vec<i8>,
+/// How the receiver's input frames reached the server since the previous snapshot. For
+/// each frame, at its first arrival, the server takes its margin `m` (how many ticks
+/// before its tick was simulated it arrived; negative: too late, the server coasted
+/// through it) and the lead `l` the client numbered its packet with: `l - m` is the lead
+/// that frame needed. The report carries the largest need, and how many frames arrived
+/// late or never (older than the packet that should have carried them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct InputReport {
+    pub max_need: u8,
+    pub late: u32,
+    pub missing: u32,
 }
 
 /// An instance as one receiver sees it at one tick (what a snapshot message rebuilds).
@@ -276,8 +284,8 @@ pub struct Snapshot {
     pub tick: u32,
     /// The newest input tick of the receiving player the server has consumed.
     pub last_input_tick: Option<u32>,
-    /// Arrival margins of the receiver's input frames (see `Arrivals`).
-    pub arrivals: Option<Arrivals>,
+    /// How the receiver's input frames arrived since the last snapshot.
+    pub report: Option<InputReport>,
     pub players: Vec<SnapPlayer>,
     pub enemies: Vec<SnapEnemy>,
     pub boss: Option<SnapBoss>,
@@ -286,6 +294,26 @@ pub struct Snapshot {
 /// A position on the snapshot grid (1/8 px, `u16` each).
 pub fn snap_q(p: Vec2) -> (i32, i32) {
     (snap_pos_q(p.x) as i32, snap_pos_q(p.y) as i32)
+}
+
+/// Everything but the receiver's own player travels on a coarser grid: 1/2 px, this many
+/// snapshot steps. Remote entities are drawn interpolated, where half a pixel cannot be
+/// seen; only the receiver's own position feeds reconciliation and needs 1/8 px. Deltas on
+/// the coarse grid fit one byte per axis for anything moving under 16 px per snapshot.
+pub const COARSE: i32 = 4;
+
+fn coarse_q(p: Vec2) -> (i32, i32) {
+    let (x, y) = snap_q(p);
+    let c = |v: i32| ((v + COARSE / 2) / COARSE * COARSE).min(u16::MAX as i32 / COARSE * COARSE);
+    (c(x), c(y))
+}
+
+/// The grid delta from `old` to `new` in units of `scale` steps (None: unchanged), and the
+/// position it rebuilds to (what both sides then hold).
+fn rel_scaled(new: (i32, i32), old: (i32, i32), scale: i32) -> Option<(i32, i32)> {
+    let d = ((new.0 - old.0) as f32 / scale as f32).round() as i32;
+    let e = ((new.1 - old.1) as f32 / scale as f32).round() as i32;
+    (d != 0 || e != 0).then_some((d, e))
 }
 
 fn snap_f(q: (i32, i32)) -> Vec2 {
@@ -314,6 +342,9 @@ impl Snapshot {
 pub struct PlayerDelta {
     pub id: u32,
     pub new: bool,
+    /// Position deltas on the 1/8 px grid (the receiver's own player), else on the
+    /// `COARSE` grid.
+    pub fine: bool,
     pub pos: Option<(i32, i32)>,
     pub hp: Option<u8>,
     pub flags: Option<u8>,
@@ -351,7 +382,7 @@ pub struct SnapshotMsg {
     pub tick: u32,
     pub base: Option<u32>,
     pub last_input_tick: Option<u32>,
-    pub arrivals: Option<Arrivals>,
+    pub report: Option<InputReport>,
     pub players: Vec<PlayerDelta>,
     pub boss: BossDelta,
     pub enemies: Vec<EnemyDelta>,
@@ -365,19 +396,18 @@ fn changed<T: PartialEq + Copy>(new: T, old: Option<T>) -> Option<T> {
     }
 }
 
-fn rel(new: (i32, i32), old: Option<(i32, i32)>) -> Option<(i32, i32)> {
-    match old {
-        Some(o) if o == new => None,
-        Some(o) => Some((new.0 - o.0, new.1 - o.1)),
-        None => Some(new),
-    }
-}
-
 impl SnapshotMsg {
     /// The message that turns `base` (None: nothing) into `s` for a receiver whose own
     /// player is `own`. Entities are added while they fit `SNAPSHOT_BUDGET` (the receiver's
     /// own player always); whatever did not fit is absent, as `apply` will show.
     pub fn diff(base: Option<&Snapshot>, s: &Snapshot, own: Option<u32>) -> SnapshotMsg {
+        // Where a position goes: the receiver's own exactly, the rest on the coarse grid.
+        let at = |p: Vec2, mine: bool| if mine { snap_q(p) } else { coarse_q(p) };
+        let step = |mine: bool| if mine { 1 } else { COARSE };
+        let moved = |new: (i32, i32), old: Option<(i32, i32)>, scale: i32| match old {
+            Some(o) => rel_scaled(new, o, scale),
+            None => Some(new),
+        };
         let base = base.filter(|b| b.instance == s.instance);
         let mut budget = SNAPSHOT_BUDGET as i64;
         let mut scratch = Writer::new();
@@ -390,14 +420,22 @@ impl SnapshotMsg {
             .take(MAX_SNAPSHOT_PLAYERS);
         for p in order {
             let old = base.and_then(|b| b.players.iter().find(|q| q.id == p.id));
+            let mine = Some(p.id) == own;
             let d = PlayerDelta {
                 id: p.id,
                 new: old.is_none(),
-                pos: rel(snap_q(p.pos), old.map(|o| snap_q(o.pos))),
+                fine: mine,
+                pos: moved(at(p.pos, mine), old.map(|o| snap_q(o.pos)), step(mine)),
                 hp: changed(p.hp, old.map(|o| o.hp)),
                 flags: changed(p.flags, old.map(|o| o.flags)),
                 escape: changed(p.escape, old.map(|o| o.escape)),
-                aim: changed(p.aim, old.map(|o| o.aim)),
+                // The receiver draws its own ship with its own aim: after the first, its
+                // aim is not sent. Others' aims move in steps of two (2.8 degrees).
+                aim: match old {
+                    Some(_) if mine => None,
+                    Some(o) if (p.aim.wrapping_sub(o.aim) as i8).unsigned_abs() <= 1 => None,
+                    _ => Some(p.aim),
+                },
             };
             scratch.buf.clear();
             write_player(&mut scratch, &d);
@@ -410,12 +448,12 @@ impl SnapshotMsg {
         let boss = match (&s.boss, base.and_then(|b| b.boss.as_ref())) {
             (None, _) => BossDelta::None,
             (Some(b), Some(o)) if o.def == b.def => BossDelta::Changed {
-                pos: rel(snap_q(b.pos), Some(snap_q(o.pos))),
+                pos: moved(coarse_q(b.pos), Some(snap_q(o.pos)), COARSE),
                 hp: changed(b.hp, Some(o.hp)),
                 max_hp: changed(b.max_hp, Some(o.max_hp)),
                 phase: changed(b.phase, Some(o.phase)),
             },
-            (Some(b), _) => BossDelta::New(SnapBoss { pos: snap_f(snap_q(b.pos)), ..*b }),
+            (Some(b), _) => BossDelta::New(SnapBoss { pos: snap_f(coarse_q(b.pos)), ..*b }),
         };
         budget -= 24;
         let mut enemies = Vec::new();
@@ -424,7 +462,7 @@ impl SnapshotMsg {
             let d = EnemyDelta {
                 id: e.id,
                 def: if old.is_none() { Some(e.def) } else { None },
-                pos: rel(snap_q(e.pos), old.map(|o| snap_q(o.pos))),
+                pos: moved(coarse_q(e.pos), old.map(|o| snap_q(o.pos)), COARSE),
                 hp: changed(e.hp, old.map(|o| o.hp)),
             };
             scratch.buf.clear();
@@ -440,7 +478,7 @@ impl SnapshotMsg {
             tick: s.tick,
             base: base.map(|b| b.tick),
             last_input_tick: s.last_input_tick,
-            arrivals: s.arrivals.clone(),
+            report: s.report,
             players,
             boss,
             enemies,
@@ -455,9 +493,11 @@ impl SnapshotMsg {
             (Some(t), Some(b)) if b.tick == t && b.instance == self.instance => Some(b),
             (Some(_), _) => return Err(DecodeError::BadValue("snapshot base")),
         };
-        let pos = |d: (i32, i32), old: Option<(i32, i32)>| -> Result<Vec2, DecodeError> {
+        let pos = |d: (i32, i32), old: Option<(i32, i32)>, scale: i32| -> Result<Vec2, DecodeError> {
             let (x, y) = match old {
-                Some(o) => (o.0.saturating_add(d.0), o.1.saturating_add(d.1)),
+                Some(o) => {
+                    (o.0.saturating_add(d.0.saturating_mul(scale)), o.1.saturating_add(d.1.saturating_mul(scale)))
+                }
                 None => d,
             };
             if !(0..=u16::MAX as i32).contains(&x) || !(0..=u16::MAX as i32).contains(&y) {
@@ -475,7 +515,7 @@ impl SnapshotMsg {
             players.push(SnapPlayer {
                 id: d.id,
                 pos: match d.pos {
-                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)))?,
+                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)), if d.fine { 1 } else { COARSE })?,
                     None => old.map(|o| o.pos).ok_or(DecodeError::BadValue("snapshot player"))?,
                 },
                 hp: need(d.hp, old.map(|o| o.hp))?,
@@ -492,7 +532,7 @@ impl SnapshotMsg {
                 Some(SnapBoss {
                     def: o.def,
                     pos: match p {
-                        Some(p) => pos(p, Some(snap_q(o.pos)))?,
+                        Some(p) => pos(p, Some(snap_q(o.pos)), COARSE)?,
                         None => o.pos,
                     },
                     hp: hp.unwrap_or(o.hp),
@@ -514,7 +554,7 @@ impl SnapshotMsg {
                 id: d.id,
                 def: d.def.or(old.map(|o| o.def)).ok_or(DecodeError::BadValue("snapshot enemy"))?,
                 pos: match d.pos {
-                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)))?,
+                    Some(p) => pos(p, old.map(|o| snap_q(o.pos)), COARSE)?,
                     None => old.map(|o| o.pos).ok_or(DecodeError::BadValue("snapshot enemy"))?,
                 },
                 hp: d.hp.or(old.map(|o| o.hp)).ok_or(DecodeError::BadValue("snapshot enemy"))?,
@@ -524,7 +564,7 @@ impl SnapshotMsg {
             instance: self.instance,
             tick: self.tick,
             last_input_tick: self.last_input_tick,
-            arrivals: self.arrivals.clone(),
+            report: self.report,
             players,
             enemies,
             boss,
@@ -539,6 +579,7 @@ const M_ESCAPE: u8 = 8;
 const M_AIM: u8 = 16;
 const M_PHASE: u8 = 32;
 const M_MAX_HP: u8 = 64;
+const M_FINE: u8 = 64;
 const M_NEW: u8 = 128;
 
 fn write_pos(w: &mut Writer, new: bool, p: (i32, i32)) {
@@ -572,6 +613,7 @@ fn write_player(w: &mut Writer, d: &PlayerDelta) {
         return;
     }
     let mask = d.pos.map_or(0, |_| M_POS)
+        | if d.fine { M_FINE } else { 0 }
         | d.hp.map_or(0, |_| M_HP)
         | d.flags.map_or(0, |_| M_FLAGS)
         | d.escape.map_or(0, |_| M_ESCAPE)
@@ -592,6 +634,7 @@ fn read_player(r: &mut Reader) -> Result<PlayerDelta, DecodeError> {
         return Ok(PlayerDelta {
             id,
             new: true,
+            fine: true,
             pos: Some(read_pos(r, true)?),
             hp: Some(r.u8()?),
             flags: Some(r.u8()?),
@@ -599,7 +642,7 @@ fn read_player(r: &mut Reader) -> Result<PlayerDelta, DecodeError> {
             aim: Some(r.u8()?),
         });
     }
-    if mask & !(M_POS | M_HP | M_FLAGS | M_ESCAPE | M_AIM) != 0 {
+    if mask & !(M_POS | M_HP | M_FLAGS | M_ESCAPE | M_AIM | M_FINE) != 0 {
         return Err(DecodeError::BadValue("snapshot player mask"));
     }
     let pos = if mask & M_POS != 0 { Some(read_pos(r, false)?) } else { None };
@@ -613,6 +656,7 @@ fn read_player(r: &mut Reader) -> Result<PlayerDelta, DecodeError> {
     Ok(PlayerDelta {
         id,
         new: false,
+        fine: mask & M_FINE != 0,
         pos,
         hp: field(M_HP)?,
         flags: field(M_FLAGS)?,
@@ -666,6 +710,7 @@ fn write_boss(w: &mut Writer, b: &BossDelta) {
             w.var(b.max_hp as u64);
             w.u8(b.phase);
         }
+        BossDelta::Changed { pos: None, hp: None, max_hp: None, phase: None } => w.u8(3),
         BossDelta::Changed { pos, hp, max_hp, phase } => {
             w.u8(2);
             w.u8(pos.map_or(0, |_| M_POS)
@@ -710,6 +755,7 @@ fn read_boss(r: &mut Reader) -> Result<BossDelta, DecodeError> {
                 phase: if mask & M_PHASE != 0 { Some(r.u8()?) } else { None },
             }
         }
+        3 => BossDelta::Changed { pos: None, hp: None, max_hp: None, phase: None },
         _ => return Err(DecodeError::BadValue("boss flag")),
     })
 }
@@ -779,14 +825,18 @@ pub enum ServerMsg {
     Roster { instance: u32, players: Vec<(u32, String)> },
     /// Type 22, EVENTS. What happened in the receiver's instance in one tick (or the
     /// bullets in flight right after `Enter`).
-    /// `u8 type, var instance, var tick, var n, n x event` where an event is a u8 tag:
+    /// `u8 type, var tick, event...` (events to the end of the message), always about the
+    /// instance of the last `Enter` (the same ordered channel carries both), where an
+    /// event is a u8 tag:
     /// 1 spawn: `u8 flags, svar uid_delta, var kind, i16 x, i16 y, u16 angle, u16 speed,
     ///   u8 radius, var lifetime, [i16 accel] [i16 turn] [u16 max_speed] [var tick_back]`
     ///   (flags: 1 player team, 2 accel, 4 turn, 8 max speed, 16 tick differs; values on
-    ///   the `sim::bullets::grid` steps; about 15 bytes), or, with flag 32 (a repeat of the
+    ///   the `sim::bullets::grid` steps; about 15 bytes; flag 64 with flags 1..15 = 1 is a
+    ///   player's shot: no speed or lifetime, which are the rules'), or, with flag 32 (a repeat of the
     ///   previous spawn in this batch but for uid, position, angle and tick):
     ///   `u8 flags, svar uid_delta, i16 x, i16 y, u16 angle, [var tick_back]` (8 bytes);
-    /// 2 hit: `svar uid_delta, target`; 3 despawn: `svar uid_delta`; 4 death: `target`;
+    /// 2 hit: `svar uid_delta, target`; 9 hits on the boss: `var n, n x svar uid_delta`;
+    /// 3 despawn: `svar uid_delta`; 4 death: `target`;
     /// 5 phase: `u8`; 6 cleared; 7 sfx: `str name, i16 x, i16 y`;
     /// 8 burst: `u8 flags (as spawn, plus 32 offset), svar first_uid_delta, var count,
     ///   var kind, i16 x, i16 y, u16 angle0, var span, var div, u16 speed, u8 radius,
@@ -794,18 +844,21 @@ pub enum ServerMsg {
     ///   (about 20 bytes for a whole ring; a later repeat spawn repeats its shape).
     /// A target is `u8 kind (0 player, 1 enemy, 2 boss), [var id]`. Uid deltas are from the
     /// previous uid in the batch (0 at the start).
-    Events { instance: u32, tick: u32, events: Vec<WireEvent> },
+    Events { tick: u32, events: Vec<WireEvent> },
     /// Type 30, SNAPSHOT, unreliable sequenced, 20 Hz, newest wins; a delta against the
     /// newest snapshot the client acknowledged (in `Input`), or whole.
-    /// `u8 type, var instance, var tick, var base (0 whole, else tick - base tick),
-    /// var ack (0 none, else tick - last_input_tick + 1),
-    /// var a (arrivals: 0 none), [svar first_tick - tick, a x i8 margin],
-    /// u8 n, n x player, boss, var m, m x enemy`, where
+    /// `u8 type, var instance, var tick, u8 base_ack` (high nibble: (tick - base tick) / 3,
+    /// 0 whole; low nibble: ack, 0 none, else tick - last_input_tick + 1; 0xf0 then
+    /// `var tick - base tick, var ack` when either does not fit),
+    /// u8 report (0 none; 1..=127 need + 1; 128..=255 need + 128, then var late, var missing),
+    /// u8 n, n x player, boss, enemy...` (enemies to the end), where
     /// - a player is `var id, u8 mask`: mask 128 (new) then `u16 x, u16 y, u8 hp, u8 flags,
     ///   u8 escape, u8 aim`; else bits 1 pos (`svar dx, svar dy`), 2 hp, 4 flags, 8 escape,
     ///   16 aim, each a `u8`, for the fields that changed since the base;
-    /// - the boss is `u8 0` (none), `1, var def, u16 x, u16 y, var hp, var max_hp, u8 phase`
-    ///   or `2, u8 mask (1 pos, 2 hp, 64 max hp, 32 phase), changed fields`;
+    /// - the boss is `u8 0` (none), `1, var def, u16 x, u16 y, var hp, var max_hp, u8 phase`,
+    ///   `2, u8 mask (1 pos, 2 hp, 64 max hp, 32 phase), changed fields` or `3` (unchanged);
+    /// - positions of everything but the receiver's own player (mask bit 64 "fine") change
+    ///   in steps of `COARSE` (1/2 px);
     /// - an enemy is `var id, u8 mask`: 128 (new) then `var def, u16 x, u16 y, var hp`;
     ///   else bits 1 pos, 2 hp (`var`).
     ///
@@ -896,15 +949,26 @@ fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, 
     if s.tick != batch_tick {
         flags |= 16;
     }
+    // A player's shot: speed and lifetime are the rules' own, not sent.
+    let player_shot = flags & 15 == 1
+        && grid::speed_q(s.speed) == grid::speed_q(PLAYER_BULLET_SPEED)
+        && s.lifetime == PLAYER_BULLET_LIFETIME;
+    if player_shot {
+        flags |= 64;
+    }
     w.u8(flags);
     w.svar(s.uid as i64 - prev_uid as i64);
     w.var(s.kind as u64);
     w.i16(grid::pos_q(s.pos.x));
     w.i16(grid::pos_q(s.pos.y));
     w.u16(grid::angle_q(s.angle));
-    w.u16(grid::speed_q(s.speed));
+    if !player_shot {
+        w.u16(grid::speed_q(s.speed));
+    }
     w.u8(grid::radius_q(s.radius));
-    w.var(s.lifetime as u64);
+    if !player_shot {
+        w.var(s.lifetime as u64);
+    }
     if flags & 2 != 0 {
         w.i16(grid::accel_q(s.accel));
     }
@@ -926,9 +990,10 @@ fn read_spawn(
     prev: Option<&BulletSpawn>,
 ) -> Result<BulletSpawn, DecodeError> {
     let flags = r.u8()?;
-    if flags & !63 != 0 {
+    if flags & !127 != 0 || (flags & 64 != 0 && flags & (32 | 15) != 1) {
         return Err(DecodeError::BadValue("spawn flags"));
     }
+    let player_shot = flags & 64 != 0;
     if flags & 32 != 0 {
         if flags & 15 != 0 {
             return Err(DecodeError::BadValue("spawn flags"));
@@ -945,9 +1010,13 @@ fn read_spawn(
     let x = r.i16()? as f32 / grid::POS;
     let y = r.i16()? as f32 / grid::POS;
     let angle = r.u16()? as f32 / grid::ANGLE;
-    let speed = r.u16()? as f32 / grid::SPEED;
+    let speed = if player_shot { grid::speed_q(PLAYER_BULLET_SPEED) } else { r.u16()? } as f32 / grid::SPEED;
     let radius = r.u8()?.max(1) as f32 / grid::RADIUS;
-    let lifetime = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("lifetime"))?;
+    let lifetime = if player_shot {
+        PLAYER_BULLET_LIFETIME
+    } else {
+        u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("lifetime"))?
+    };
     let accel = if flags & 2 != 0 { r.i16()? as f32 / grid::ACCEL } else { 0.0 };
     let turn = if flags & 4 != 0 { r.i16()? as f32 / grid::TURN } else { 0.0 };
     let max_speed = if flags & 8 != 0 { grid::max_speed_f(r.u16()?) } else { f32::INFINITY };
@@ -1131,14 +1200,15 @@ impl ServerMsg {
                     w.str(name);
                 }
             }
-            ServerMsg::Events { instance, tick, events } => {
+            ServerMsg::Events { tick, events } => {
                 w.u8(T_EVENTS);
-                w.var(*instance as u64);
                 w.var(*tick as u64);
-                w.var(events.len() as u64);
                 let mut prev = 0u32;
                 let mut last_spawn: Option<&BulletSpawn> = None;
-                for e in events {
+                let mut k = 0;
+                while k < events.len() {
+                    let e = &events[k];
+                    k += 1;
                     match e {
                         WireEvent::Spawn(s) => {
                             w.u8(1);
@@ -1151,6 +1221,24 @@ impl ServerMsg {
                             write_burst(&mut w, b, *tick, prev);
                             prev = b.last_uid();
                             last_spawn = Some(&b.shape);
+                        }
+                        WireEvent::Hit { uid, target: WireTarget::Boss } => {
+                            // A run of hits on the boss: one tag, one count.
+                            let run = events[k..]
+                                .iter()
+                                .take_while(|e| matches!(e, WireEvent::Hit { target: WireTarget::Boss, .. }))
+                                .count();
+                            w.u8(9);
+                            w.var(run as u64 + 1);
+                            w.svar(*uid as i64 - prev as i64);
+                            prev = *uid;
+                            for e in &events[k..k + run] {
+                                if let WireEvent::Hit { uid, .. } = e {
+                                    w.svar(*uid as i64 - prev as i64);
+                                    prev = *uid;
+                                }
+                            }
+                            k += run;
                         }
                         WireEvent::Hit { uid, target } => {
                             w.u8(2);
@@ -1185,18 +1273,23 @@ impl ServerMsg {
                 w.u8(T_SNAPSHOT);
                 w.var(s.instance as u64);
                 w.var(s.tick as u64);
-                w.var(s.base.map_or(0, |b| s.tick.wrapping_sub(b) as u64));
-                w.var(s.last_input_tick.map_or(0, |l| s.tick.wrapping_sub(l) as u64 + 1));
-                match &s.arrivals {
-                    Some(a) if !a.margins.is_empty() => {
-                        let n = a.margins.len().min(MAX_ARRIVALS);
-                        w.var(n as u64);
-                        w.svar(a.first_tick.wrapping_sub(s.tick) as i32 as i64);
-                        for m in &a.margins[..n] {
-                            w.i8(*m);
-                        }
+                let back = s.base.map_or(0, |b| s.tick.wrapping_sub(b));
+                let ack = s.last_input_tick.map_or(0, |l| s.tick.wrapping_sub(l) as u64 + 1);
+                if back % SNAPSHOT_STEP == 0 && back / SNAPSHOT_STEP < 15 && ack < 16 {
+                    w.u8(((back / SNAPSHOT_STEP) as u8) << 4 | ack as u8);
+                } else {
+                    w.u8(0xf0);
+                    w.var(back as u64);
+                    w.var(ack);
+                }
+                match &s.report {
+                    None => w.u8(0),
+                    Some(r) if r.late == 0 && r.missing == 0 => w.u8(1 + r.max_need.min(MAX_REPORTED_NEED - 1)),
+                    Some(r) => {
+                        w.u8(128 + r.max_need.min(MAX_REPORTED_NEED));
+                        w.var(r.late as u64);
+                        w.var(r.missing as u64);
                     }
-                    _ => w.var(0),
                 }
                 w.u8(s.players.len().min(MAX_SNAPSHOT_PLAYERS) as u8);
                 for p in s.players.iter().take(MAX_SNAPSHOT_PLAYERS) {
@@ -1204,7 +1297,6 @@ impl ServerMsg {
                 }
                 write_boss(&mut w, &s.boss);
                 let n = s.enemies.len().min(MAX_SNAPSHOT_ENEMIES);
-                w.var(n as u64);
                 for e in &s.enemies[..n] {
                     write_enemy(&mut w, e);
                 }
@@ -1264,13 +1356,11 @@ impl ServerMsg {
                 ServerMsg::Roster { instance, players }
             }
             T_EVENTS => {
-                let instance = r.var_u32("instance")?;
                 let tick = r.var_u32("tick")?;
-                let n = r.count(MAX_PACKET, 1, "events")?;
-                let mut events = Vec::with_capacity(n);
+                let mut events = Vec::new();
                 let mut prev = 0u32;
                 let mut last_spawn: Option<BulletSpawn> = None;
-                for _ in 0..n {
+                while r.remaining() > 0 {
                     let e = match r.u8()? {
                         1 => {
                             let s = read_spawn(&mut r, tick, prev, last_spawn.as_ref())?;
@@ -1290,6 +1380,22 @@ impl ServerMsg {
                             prev = uid;
                             WireEvent::Hit { uid, target: read_target(&mut r)? }
                         }
+                        9 => {
+                            let n = r.count(MAX_PACKET, 1, "hits")?;
+                            if n == 0 {
+                                return Err(DecodeError::BadValue("hits"));
+                            }
+                            for _ in 1..n {
+                                let uid =
+                                    u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                                prev = uid;
+                                events.push(WireEvent::Hit { uid, target: WireTarget::Boss });
+                            }
+                            let uid =
+                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            prev = uid;
+                            WireEvent::Hit { uid, target: WireTarget::Boss }
+                        }
                         3 => {
                             let uid =
                                 u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
@@ -1308,26 +1414,33 @@ impl ServerMsg {
                     };
                     events.push(e);
                 }
-                ServerMsg::Events { instance, tick, events }
+                ServerMsg::Events { tick, events }
             }
             T_SNAPSHOT => {
                 let instance = r.var_u32("instance")?;
                 let tick = r.var_u32("tick")?;
-                let base = match r.var_u32("snapshot base")? {
-                    0 => None,
-                    b => Some(tick.wrapping_sub(b)),
+                let packed = r.u8()?;
+                let (back, ack) = if packed >> 4 == 15 {
+                    if packed != 0xf0 {
+                        return Err(DecodeError::BadValue("snapshot base"));
+                    }
+                    (r.var_u32("snapshot base")?, r.var()?)
+                } else {
+                    ((packed >> 4) as u32 * SNAPSHOT_STEP, (packed & 15) as u64)
                 };
-                let last_input_tick = match r.var()? {
+                let base = (back != 0).then(|| tick.wrapping_sub(back));
+                let last_input_tick = match ack {
                     0 => None,
                     a => Some(tick.wrapping_sub(u32::try_from(a - 1).map_err(|_| DecodeError::BadValue("ack"))?)),
                 };
-                let arrivals = match r.count(MAX_ARRIVALS, 1, "arrivals")? {
+                let report = match r.u8()? {
                     0 => None,
-                    n => {
-                        let first = i32::try_from(r.svar()?).map_err(|_| DecodeError::BadValue("arrivals"))?;
-                        let margins = (0..n).map(|_| r.i8()).collect::<Result<Vec<i8>, _>>()?;
-                        Some(Arrivals { first_tick: tick.wrapping_add(first as u32), margins })
-                    }
+                    v @ 1..=127 => Some(InputReport { max_need: v - 1, late: 0, missing: 0 }),
+                    v => Some(InputReport {
+                        max_need: v - 128,
+                        late: r.var_u32("input report")?,
+                        missing: r.var_u32("input report")?,
+                    }),
                 };
                 let np = r.u8()? as usize;
                 if np > MAX_SNAPSHOT_PLAYERS || np * 2 > r.remaining() {
@@ -1335,9 +1448,23 @@ impl ServerMsg {
                 }
                 let players = (0..np).map(|_| read_player(&mut r)).collect::<Result<Vec<_>, _>>()?;
                 let boss = read_boss(&mut r)?;
-                let ne = r.count(MAX_SNAPSHOT_ENEMIES, 2, "enemies")?;
-                let enemies = (0..ne).map(|_| read_enemy(&mut r)).collect::<Result<Vec<_>, _>>()?;
-                ServerMsg::Snapshot(SnapshotMsg { instance, tick, base, last_input_tick, arrivals, players, boss, enemies })
+                let mut enemies = Vec::new();
+                while r.remaining() > 0 {
+                    if enemies.len() >= MAX_SNAPSHOT_ENEMIES {
+                        return Err(DecodeError::BadValue("enemies"));
+                    }
+                    enemies.push(read_enemy(&mut r)?);
+                }
+                ServerMsg::Snapshot(SnapshotMsg {
+                    instance,
+                    tick,
+                    base,
+                    last_input_tick,
+                    report,
+                    players,
+                    boss,
+                    enemies,
+                })
             }
             t => return Err(DecodeError::UnknownType(t)),
         };

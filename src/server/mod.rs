@@ -13,7 +13,8 @@ use tracing::{info, warn};
 use crate::content::Content;
 use crate::net::{NetEvent, PeerId, Transport};
 use crate::protocol::content::{ClientContent, CONTENT_CHUNK};
-use crate::protocol::messages::{Arrivals, SnapshotMsg, ARRIVAL_MISSING, MAX_ARRIVALS, MAX_BASE_AGE};
+use crate::protocol::messages::MAX_INPUT_FRAMES;
+use crate::protocol::messages::{InputReport, SnapshotMsg, MAX_BASE_AGE, MAX_REPORTED_NEED};
 use crate::protocol::*;
 use crate::sim::{InputDrop, InstanceId, PlayerId, SimEvent, World, TICK_RATE};
 
@@ -82,10 +83,10 @@ struct Peer {
     instance: Option<InstanceId>,
     malformed: u32,
     inputs_dropped: u32,
-    /// The newest input tick this peer has sent (any copy), and the arrival margins of the
-    /// frames that arrived since the last snapshot (see `Arrivals`).
+    /// The newest input tick this peer has sent (any copy), and how its frames arrived
+    /// since the last snapshot (see `InputReport`).
     newest_seen: Option<u32>,
-    arrivals: Option<Arrivals>,
+    report: Option<InputReport>,
     /// The newest snapshot the peer holds, and the snapshots it may hold (as it rebuilt
     /// them): deltas are made against the acknowledged one.
     snap_acked: Option<u32>,
@@ -253,8 +254,8 @@ impl<T: Transport> Server<T> {
             (PeerState::Playing { player }, CH_INPUT) => {
                 let player = *player;
                 match ClientMsg::decode(data) {
-                    Ok(ClientMsg::Input { newest_tick, snap_ack, frames }) => {
-                        self.note_arrivals(peer, newest_tick, frames.len() as u32);
+                    Ok(ClientMsg::Input { newest_tick, snap_ack, lead, frames }) => {
+                        self.note_arrivals(peer, newest_tick, frames.len() as u32, lead);
                         if let (Some(a), Some(p)) = (snap_ack, self.peers.get_mut(&peer)) {
                             if a <= now && p.snap_acked.is_none_or(|b| a > b) {
                                 p.snap_acked = Some(a);
@@ -286,34 +287,34 @@ impl<T: Transport> Server<T> {
         }
     }
 
-    /// Records how early the frames of an input packet arrived: each frame once, at its
-    /// first arrival (later copies are redundancy), and frames that can no longer arrive
-    /// (older than this packet's oldest and never seen) as missing.
-    fn note_arrivals(&mut self, peer: PeerId, newest: u32, n: u32) {
+    /// Records how the frames of an input packet arrived (see `InputReport`): each frame
+    /// once, at its first arrival (later copies are redundancy); frames older than this
+    /// packet's oldest that never came are missing.
+    fn note_arrivals(&mut self, peer: PeerId, newest: u32, n: u32, lead: u8) {
         // The frames compete for the next simulated tick.
         let next = self.world.tick as i64 + 1;
         let Some(p) = self.peers.get_mut(&peer) else { return };
         let oldest = newest.saturating_sub(n.max(1) - 1);
         let from = match p.newest_seen {
             Some(s) if newest <= s => return,
-            // A jump (the client re-synced): start afresh rather than report a long gap.
-            Some(s) if newest - s > MAX_ARRIVALS as u32 => oldest,
+            // A jump (the client re-synced): nothing in between was ever meant to arrive.
+            Some(s) if newest - s > 2 * MAX_INPUT_FRAMES as u32 => oldest,
             Some(s) => s + 1,
             None => oldest,
         };
         p.newest_seen = Some(newest);
-        let a = p.arrivals.get_or_insert_with(|| Arrivals { first_tick: from, margins: Vec::new() });
-        if a.first_tick as usize + a.margins.len() != from as usize {
-            *a = Arrivals { first_tick: from, margins: Vec::new() };
-        }
+        let r = p.report.get_or_insert_with(InputReport::default);
         for t in from..=newest {
-            let m = if t < oldest { ARRIVAL_MISSING } else { (t as i64 - next).clamp(-127, 127) as i8 };
-            a.margins.push(m);
-        }
-        if a.margins.len() > MAX_ARRIVALS {
-            let cut = a.margins.len() - MAX_ARRIVALS;
-            a.margins.drain(..cut);
-            a.first_tick += cut as u32;
+            if t < oldest {
+                r.missing += 1;
+                continue;
+            }
+            let margin = t as i64 - next;
+            if margin < 0 {
+                r.late += 1;
+            }
+            let need = (lead as i64 - margin).clamp(0, MAX_REPORTED_NEED as i64) as u8;
+            r.max_need = r.max_need.max(need);
         }
     }
 
@@ -391,7 +392,7 @@ impl<T: Transport> Server<T> {
                             malformed: 0,
                             inputs_dropped: 0,
                             newest_seen: None,
-                            arrivals: None,
+                            report: None,
                             snap_acked: None,
                             snap_hist: VecDeque::new(),
                             rate_since: since,
@@ -525,9 +526,10 @@ impl<T: Transport> Server<T> {
                 .into_iter()
                 .filter(|(_, evs)| !evs.is_empty())
                 .map(|(i, events)| {
+                    let events = replicate::grouped(events);
                     let packets = events
                         .chunks(EVENTS_PER_PACKET)
-                        .map(|c| ServerMsg::Events { instance: i, tick, events: c.to_vec() }.encode())
+                        .map(|c| ServerMsg::Events { tick, events: c.to_vec() }.encode())
                         .collect();
                     (i, packets)
                 })
@@ -570,7 +572,7 @@ impl<T: Transport> Server<T> {
                     };
                     s.last_input_tick = self.world.player(player).and_then(|p| p.last_input_tick);
                     let Some(p) = self.peers.get_mut(&peer) else { continue };
-                    s.arrivals = p.arrivals.take();
+                    s.report = p.report.take();
                     // A delta against the newest snapshot the peer says it holds, if that
                     // is recent and of this instance; otherwise the whole snapshot.
                     let acked = p.snap_acked.filter(|a| tick.saturating_sub(*a) <= MAX_BASE_AGE);
@@ -635,10 +637,7 @@ impl<T: Transport> Server<T> {
             .bullets
             .origin
             .chunks(EVENTS_PER_PACKET)
-            .map(|c| {
-                ServerMsg::Events { instance: inst, tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }
-                    .encode()
-            })
+            .map(|c| ServerMsg::Events { tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }.encode())
             .collect();
         self.send(peer, CH_EVENTS, &enter);
         for d in dumps {

@@ -38,6 +38,36 @@ pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
     out
 }
 
+/// A flush's events with every spawn and burst first, grouped by shape (stable), then the
+/// rest in the order they happened. Bullets of one shape become one full spawn and
+/// 8-byte repeats however the ticks interleaved them; moving hits and despawns after
+/// the spawns keeps every bullet's spawn ahead of its removal, and the client handles a
+/// flush's sounds and deaths together anyway.
+pub fn grouped(events: Vec<WireEvent>) -> Vec<WireEvent> {
+    use crate::sim::bullets::grid;
+    let key = |s: &crate::sim::BulletSpawn| {
+        (
+            s.team as u8,
+            s.kind,
+            s.lifetime,
+            grid::speed_q(s.speed),
+            grid::radius_q(s.radius),
+            grid::accel_q(s.accel),
+            grid::turn_q(s.turn),
+            grid::max_speed_q(s.max_speed),
+        )
+    };
+    let (mut spawns, rest): (Vec<WireEvent>, Vec<WireEvent>) =
+        events.into_iter().partition(|e| matches!(e, WireEvent::Spawn(_) | WireEvent::Burst(_)));
+    spawns.sort_by_key(|e| match e {
+        WireEvent::Spawn(s) => key(s),
+        WireEvent::Burst(b) => key(&b.shape),
+        _ => unreachable!("only spawns were partitioned here"),
+    });
+    spawns.extend(rest);
+    spawns
+}
+
 /// The shared part of an instance's snapshot (the per-peer ack is filled in by the caller).
 pub fn snapshot(
     world: &World,
@@ -92,5 +122,5 @@ pub fn snapshot(
         max_hp: b.max_hp.max(0) as u32,
         phase: b.phase as u8,
     });
-    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, arrivals: None, players, enemies, boss })
+    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, report: None, players, enemies, boss })
 }

@@ -169,11 +169,8 @@ impl Burst {
     pub fn spawn(&self, i: u16) -> BulletSpawn {
         let step = (i as u64 * self.span as u64) / self.div.max(1) as u64;
         let a = ((self.angle0 as u64 + step) % 65536) as f32 / grid::ANGLE;
-        let pos = if self.offset == 0.0 {
-            self.shape.pos
-        } else {
-            self.shape.pos + Vec2::from_angle_deg(a) * self.offset
-        };
+        let pos =
+            if self.offset == 0.0 { self.shape.pos } else { self.shape.pos + Vec2::from_angle_deg(a) * self.offset };
         BulletSpawn { uid: self.shape.uid.wrapping_add(i as u32), pos, angle: a, ..self.shape }.quantized()
     }
 

@@ -566,7 +566,13 @@ impl Instance {
             p.hp -= dmg;
             let uid = self.bullets.uid[bi];
             self.bullets.kill(bi);
-            events.push(SimEvent::BulletHit { instance: self.id, uid, target: Target::Player(pid), amount: dmg, hp: p.hp });
+            events.push(SimEvent::BulletHit {
+                instance: self.id,
+                uid,
+                target: Target::Player(pid),
+                amount: dmg,
+                hp: p.hp,
+            });
             if p.hp <= 0 {
                 p.hp = 0;
                 p.dead = true;

@@ -113,6 +113,8 @@ pub struct WorldView<'a> {
     pub own_id: Option<u32>,
     /// The local player's predicted position (drawn instead of the snapshot's).
     pub own_pos: Option<Vec2>,
+    /// The local player's own aim (degrees), drawn instead of the server's echo of it.
+    pub own_aim: Option<f32>,
     pub enemies: &'a [SnapEnemy],
     pub enemy_radius: &'a [f32],
     pub boss: Option<SnapBoss>,
@@ -167,7 +169,10 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     for p in view.players {
         let own = Some(p.id) == view.own_id;
         let pos = if own { view.own_pos.unwrap_or(p.pos) } else { p.pos };
-        let aim = p.aim as f32 / 256.0 * std::f32::consts::TAU;
+        let aim = match view.own_aim {
+            Some(a) if own => a.to_radians(),
+            _ => p.aim as f32 / 256.0 * std::f32::consts::TAU,
+        };
         let mut c = player_color(p.id, own);
         if p.flags & F_DEAD != 0 {
             c = [0.25, 0.25, 0.3, 0.6];

@@ -89,7 +89,7 @@ impl SecureSocket {
             return None;
         }
         let now = Instant::now();
-        match (data[0], &mut c.phase) {
+        match (kind_of(data[0]), &mut c.phase) {
             (T_COOKIE, ClientPhase::Init { .. }) if data.len() == 18 => {
                 if data[1] != SECURE_VERSION {
                     let v = data[1];

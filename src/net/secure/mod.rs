@@ -14,16 +14,21 @@
 //! - After the handshake the client sends `Confirm`: a MAC of the handshake hash keyed by
 //!   the server password's hash (an empty password when there is none), sealed. The
 //!   password never travels, not even encrypted, and the proof is bound to this session.
-//! - Data: `u8 type, u64 nonce, sealed datagram`; the nonce is a per-direction counter and
-//!   a 1,024-packet sliding window refuses replays. Anything that does not open is
-//!   dropped and counted, never handed to ENet.
+//! - Data: `u24 header, sealed datagram` (19 bytes of overhead): the header's top bit
+//!   marks Data and its other 23 bits are the low bits of a per-direction 56-bit counter
+//!   (the receiver takes the value nearest its newest, as QUIC does with packet numbers).
+//!   The other sealed packets carry `u8 type, u24 counter`. The packet type is the AEAD
+//!   nonce's top byte, so a packet relabelled on the way does not open. A 1,024-packet
+//!   sliding window refuses replays. Anything that does not open is dropped and counted,
+//!   never handed to ENet.
 //!
 //! Packet layouts (byte 0 is the type; integers little-endian):
 //! - 1 `Init` c->s: `u8 version`, zero padding to `INIT_LEN`.
 //! - 2 `Cookie` s->c: `u8 version, [16] cookie` (smaller than `Init`).
 //! - 3 `Hello` c->s: `u8 version, [16] cookie, noise message 1 (32)`, padding to `HELLO_LEN`.
 //! - 4 `Welcome` s->c: `noise message 2 (96)` (smaller than `Hello`).
-//! - 5 `Confirm` c->s, 6 `Accept` s->c, 7 `Refuse` s->c, 8 `Data`: `u64 nonce, sealed payload`.
+//! - 5 `Confirm` c->s, 6 `Accept` s->c, 7 `Refuse` s->c: `u24 nonce, sealed payload`;
+//!   Data: byte 0 has its top bit set (see above).
 
 mod client;
 mod identity;
@@ -48,7 +53,7 @@ use server::ServerSide;
 /// The Noise protocol name.
 pub const NOISE: &str = "Noise_NX_25519_ChaChaPoly_BLAKE2s";
 /// Version of this layer; a different one is told so in the `Cookie` answer.
-pub const SECURE_VERSION: u8 = 1;
+pub const SECURE_VERSION: u8 = 2;
 const INIT_LEN: usize = 64;
 const HELLO_LEN: usize = 128;
 const TAG: usize = 16;
@@ -159,40 +164,93 @@ struct Keys {
     replay: Replay,
 }
 
+/// Bytes of the counter that travel with each sealed handshake packet, after its type.
+const NONCE_BYTES: usize = 3;
+const NONCE_MASK: u64 = (1 << (8 * NONCE_BYTES)) - 1;
+/// Header of a sealed handshake packet: type and truncated counter.
+const SEALED_HEADER: usize = 1 + NONCE_BYTES;
+/// Data packets: a 3-byte header, top bit set, holding 23 bits of the counter.
+const DATA_FLAG: u8 = 0x80;
+const DATA_HEADER: usize = 3;
+const DATA_MASK: u64 = (1 << 23) - 1;
+
+/// The packet type of a datagram from its first byte.
+fn kind_of(first: u8) -> u8 {
+    if first & DATA_FLAG != 0 {
+        T_DATA
+    } else {
+        first
+    }
+}
+
+/// The AEAD nonce of a packet: its counter, with its type as the top byte (so the type is
+/// authenticated without a byte of its own).
+fn aead_nonce(kind: u8, counter: u64) -> u64 {
+    ((kind as u64) << 56) | (counter & ((1 << 56) - 1))
+}
+
+/// The full counter a truncated one (`mask` bits) stands for: the value with those low
+/// bits nearest to `expected` (the one after the newest received).
+fn expand_counter(low: u64, expected: u64, mask: u64) -> u64 {
+    let span = mask + 1;
+    let candidate = (expected & !mask) | (low & mask);
+    if candidate + span / 2 <= expected && candidate + span < (1 << 56) {
+        candidate + span
+    } else if candidate > expected + span / 2 && candidate >= span {
+        candidate - span
+    } else {
+        candidate
+    }
+}
+
 impl Keys {
-    /// Seals `payload`; the type byte is sealed too (as the plaintext's first byte), so a
-    /// packet's type cannot be changed on the way.
+    /// Seals `payload` under the next counter; the type rides in the nonce.
     fn seal(&mut self, kind: u8, payload: &[u8]) -> Option<Vec<u8>> {
         let n = self.send_nonce;
         self.send_nonce += 1;
-        let mut plain = Vec::with_capacity(1 + payload.len());
-        plain.push(kind);
-        plain.extend_from_slice(payload);
-        let mut out = vec![0u8; 9 + plain.len() + TAG];
-        out[0] = kind;
-        out[1..9].copy_from_slice(&n.to_le_bytes());
-        let len = self.transport.write_message(n, &plain, &mut out[9..]).ok()?;
-        out.truncate(9 + len);
+        let head = if kind == T_DATA { DATA_HEADER } else { SEALED_HEADER };
+        let mut out = vec![0u8; head + payload.len() + TAG];
+        if kind == T_DATA {
+            let h = (n & DATA_MASK) as u32 | ((DATA_FLAG as u32) << 16);
+            out[..DATA_HEADER].copy_from_slice(&h.to_be_bytes()[1..]);
+        } else {
+            out[0] = kind;
+            out[1..SEALED_HEADER].copy_from_slice(&n.to_le_bytes()[..NONCE_BYTES]);
+        }
+        let len = self.transport.write_message(aead_nonce(kind, n), payload, &mut out[head..]).ok()?;
+        out.truncate(head + len);
         Some(out)
     }
 
-    /// Opens a sealed packet into `out` (without its sealed type byte); an error when it
-    /// does not open, its sealed type differs from the header's, or it is a replay.
+    /// Opens a sealed packet into `out`; an error when it does not open (wrong key,
+    /// tampered, relabelled) or is a replay.
     fn open(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, Drop> {
-        if packet.len() < 9 + 1 + TAG || out.is_empty() {
+        let Some(&first) = packet.first() else { return Err(Drop::Bad) };
+        let kind = kind_of(first);
+        let head = if kind == T_DATA { DATA_HEADER } else { SEALED_HEADER };
+        if packet.len() < head + TAG {
             return Err(Drop::Bad);
         }
-        let n = u64::from_le_bytes(packet[1..9].try_into().map_err(|_| Drop::Bad)?);
-        let mut plain = vec![0u8; packet.len() - 9];
-        let len = self.transport.read_message(n, &packet[9..], &mut plain).map_err(|_| Drop::Bad)?;
-        if len == 0 || plain[0] != packet[0] || len - 1 > out.len() {
+        let (low, mask) = if kind == T_DATA {
+            (u32::from_be_bytes([0, packet[0] & !DATA_FLAG, packet[1], packet[2]]) as u64, DATA_MASK)
+        } else {
+            let mut low = [0u8; 8];
+            low[..NONCE_BYTES].copy_from_slice(&packet[1..SEALED_HEADER]);
+            (u64::from_le_bytes(low), NONCE_MASK)
+        };
+        let expected = if self.replay.any { self.replay.top + 1 } else { 0 };
+        let n = expand_counter(low, expected, mask);
+        let mut plain = vec![0u8; packet.len() - head];
+        let len =
+            self.transport.read_message(aead_nonce(kind, n), &packet[head..], &mut plain).map_err(|_| Drop::Bad)?;
+        if len > out.len() {
             return Err(Drop::Bad);
         }
         if !self.replay.accept(n) {
             return Err(Drop::Replay);
         }
-        out[..len - 1].copy_from_slice(&plain[1..len]);
-        Ok(len - 1)
+        out[..len].copy_from_slice(&plain[..len]);
+        Ok(len)
     }
 }
 
@@ -411,6 +469,57 @@ mod tests {
         assert!(r.accept(5000));
         assert!(!r.accept(100), "older than the window");
         assert!(r.accept(4999));
+    }
+
+    fn keys_pair() -> (Keys, Keys) {
+        let params: snow::params::NoiseParams = "Noise_NN_25519_ChaChaPoly_BLAKE2s".parse().unwrap();
+        let mut ini = snow::Builder::new(params.clone()).build_initiator().unwrap();
+        let mut res = snow::Builder::new(params).build_responder().unwrap();
+        let (mut buf, mut tmp) = ([0u8; 256], [0u8; 256]);
+        let n = ini.write_message(&[], &mut buf).unwrap();
+        res.read_message(&buf[..n], &mut tmp).unwrap();
+        let n = res.write_message(&[], &mut buf).unwrap();
+        ini.read_message(&buf[..n], &mut tmp).unwrap();
+        let k = |t| Keys { transport: t, send_nonce: 0, replay: Replay::default() };
+        (k(ini.into_stateless_transport_mode().unwrap()), k(res.into_stateless_transport_mode().unwrap()))
+    }
+
+    #[test]
+    fn sealed_packets_cost_20_bytes_and_refuse_relabelling_replay_and_tampering() {
+        let (mut a, mut b) = keys_pair();
+        let mut out = [0u8; 2048];
+        let p = a.seal(T_DATA, b"hello").unwrap();
+        assert_eq!(p.len(), 5 + 19, "3-byte header + 16-byte tag");
+        assert_eq!(b.open(&p, &mut out).ok(), Some(5));
+        assert_eq!(&out[..5], b"hello");
+        assert!(matches!(b.open(&p, &mut out), Err(Drop::Replay)), "a replay is refused");
+        let mut relabel = a.seal(T_ACCEPT, b"x").unwrap();
+        relabel[0] = T_REFUSE;
+        assert!(matches!(b.open(&relabel, &mut out), Err(Drop::Bad)), "the type is authenticated");
+        let mut as_data = a.seal(T_ACCEPT, b"x").unwrap();
+        as_data[0] = DATA_FLAG;
+        assert!(matches!(b.open(&as_data, &mut out), Err(Drop::Bad)), "a handshake packet is not data");
+        let mut tampered = a.seal(T_DATA, b"x").unwrap();
+        tampered[5] ^= 1;
+        assert!(matches!(b.open(&tampered, &mut out), Err(Drop::Bad)));
+        // Far past the truncated counter's wrap (2^23 packets), the full counter is found.
+        a.send_nonce = (1 << 23) * 3 + 5;
+        b.replay = Replay::default();
+        b.replay.accept((1 << 23) * 3 + 1);
+        let p = a.seal(T_DATA, b"late").unwrap();
+        assert_eq!(b.open(&p, &mut out).ok(), Some(4));
+    }
+
+    #[test]
+    fn truncated_counters_expand_to_the_nearest_value() {
+        let m = NONCE_MASK + 1;
+        let x = |low, exp| expand_counter(low, exp, NONCE_MASK);
+        assert_eq!(x(5, 0), 5);
+        assert_eq!(x(5, m * 7 + 3), m * 7 + 5);
+        assert_eq!(x(m - 2, m * 7 + 3), m * 7 - 2, "slightly older: the previous wrap");
+        assert_eq!(x(2, m * 7 - 3), m * 7 + 2, "slightly newer: the next wrap");
+        let d = DATA_MASK + 1;
+        assert_eq!(expand_counter(1, d * 5 - 1, DATA_MASK), d * 5 + 1);
     }
 
     #[test]

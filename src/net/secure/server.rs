@@ -81,7 +81,7 @@ impl SecureSocket {
             self.stats.dropped += 1;
             return None;
         };
-        match kind {
+        match kind_of(kind) {
             T_INIT if data.len() == INIT_LEN => {
                 // Stateless: the answer is a MAC, no larger than the request.
                 let mut p = vec![T_COOKIE, SECURE_VERSION];

@@ -1,0 +1,101 @@
+//! Helpers shared by the integration tests (each test file includes this with `mod common;`
+//! and uses what it needs).
+#![allow(dead_code)]
+
+use hailfire::client::bot::{Brain, Plan};
+use hailfire::content::{self, Content, ModRoot};
+use hailfire::net::LinkProfile;
+use hailfire::server::ServerConfig;
+use hailfire::stepper::Stepper;
+
+/// The base game, loaded from the source tree; panics with the diagnostics if it fails.
+pub fn base() -> Content {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    assert!(c.base_loaded(), "{:?}", c.diagnostics);
+    c
+}
+
+/// A UDP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// What one bot's fight over a link looked like, from the server's and the client's side.
+#[derive(Debug, Clone)]
+pub struct FightReport {
+    pub ticks: u32,
+    /// Server ticks without a fresh input frame for this player, and the longest run.
+    pub coasted: u32,
+    pub longest_coast: u32,
+    /// Prediction error at reconciliation, px (largest, mean) and corrections past the
+    /// snap threshold (rubber-banding).
+    pub pred_max: f32,
+    pub pred_mean: f64,
+    pub snaps: u64,
+    pub resyncs: u32,
+    pub lead_max: i64,
+    pub lead_mean: f64,
+    pub lead_target: i64,
+    pub late_frames: u64,
+    pub redundancy: usize,
+}
+
+impl FightReport {
+    pub fn coast_share(&self) -> f64 {
+        self.coasted as f64 / self.ticks as f64
+    }
+}
+
+/// One bot fights in the Warden's Keep for `seconds` over `link` (through the link
+/// conditioner, with a fixed seed) and is kept alive; measured from a second after it
+/// entered the dungeon.
+pub fn fight_over(link: LinkProfile, seconds: u32) -> FightReport {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("pilot", link);
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
+    let entered = st.run_until(
+        60 * 30,
+        |_, cl| brain.think(cl),
+        |st| st.clients[0].view.as_ref().is_some_and(|v| !v.dungeon.is_empty()),
+    );
+    assert!(entered, "the bot got into the dungeon over {link}");
+    let id = st.clients[0].player_id.unwrap();
+    for _ in 0..60 {
+        st.step(|_, cl| brain.think(cl));
+    }
+    let p = st.server.world.player(id).unwrap();
+    let (c0, s0) = (p.coasted, st.clients[0].stats.clone());
+    st.server.world.player_mut(id).unwrap().max_coast_run = 0;
+    let (mut lead_max, mut lead_sum, mut pred_max) = (0i64, 0i64, 0f32);
+    let ticks = seconds * 60;
+    for _ in 0..ticks {
+        let before = st.clients[0].stats.pred_err_max;
+        st.clients[0].stats.pred_err_max = 0.0;
+        st.step(|_, cl| brain.think(cl));
+        pred_max = pred_max.max(st.clients[0].stats.pred_err_max);
+        st.clients[0].stats.pred_err_max = before.max(st.clients[0].stats.pred_err_max);
+        if let Some(p) = st.server.world.player_mut(id) {
+            p.hp = 100;
+        }
+        let lead = st.clients[0].lead();
+        lead_max = lead_max.max(lead);
+        lead_sum += lead;
+    }
+    let cl = &st.clients[0];
+    let p = st.server.world.player(id).unwrap();
+    let n = cl.stats.pred_err_n - s0.pred_err_n;
+    FightReport {
+        ticks,
+        coasted: p.coasted - c0,
+        longest_coast: p.max_coast_run,
+        pred_max,
+        pred_mean: (cl.stats.pred_err_sum - s0.pred_err_sum) / n.max(1) as f64,
+        snaps: cl.stats.snaps_over_threshold - s0.snaps_over_threshold,
+        resyncs: cl.stats.resyncs - s0.resyncs,
+        lead_max,
+        lead_mean: lead_sum as f64 / ticks as f64,
+        lead_target: cl.target_lead(),
+        late_frames: cl.stats.late_frames - s0.late_frames,
+        redundancy: cl.redundancy(),
+    }
+}
