@@ -1072,3 +1072,21 @@ fn joiners_who_take_the_content_count_toward_capacity_and_must_answer_the_offer(
     late.pump();
     assert!(late.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })), "{:?}", late.got);
 }
+
+#[test]
+fn a_non_ascii_name_is_cut_by_bytes_and_joins() {
+    // 24 characters but 40 bytes: once a bad hello, now cut on a character boundary.
+    let name = "Zoë Ünïcödé Ωmega Pilöt ✈";
+    assert!(name.chars().count() <= 26 && name.len() > MAX_NAME);
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client(name, LinkProfile::CLEAN);
+    for _ in 0..30 {
+        st.step(|_, _| InputSample::default());
+    }
+    let c = &st.clients[0];
+    assert!(c.is_joined(), "{:?}", c.phase);
+    let p = st.server.world.player(c.player_id.unwrap()).unwrap();
+    assert_eq!(p.name, hailfire::protocol::names::sanitize(name));
+    assert!(p.name.len() <= MAX_NAME && p.name.starts_with("Zoë Ünïcödé"), "{}", p.name);
+    assert_eq!(st.server.stats.rejected, 0);
+}

@@ -335,3 +335,33 @@ fn a_password_protected_dedicated_server_refuses_bots_without_it_and_never_logs_
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let _ = server.wait();
 }
+
+/// A number in `text` right after `before`.
+fn number_after(text: &str, before: &str) -> f64 {
+    let at = text.find(before).unwrap_or_else(|| panic!("'{before}' not in: {text}")) + before.len();
+    let n: String = text[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    n.parse().unwrap_or_else(|_| panic!("no number after '{before}' in: {text}"))
+}
+
+#[test]
+fn a_bot_far_from_the_server_fights_45_seconds_without_rubber_banding() {
+    // Real processes, real ENet on loopback, the bot's own link conditioner: 200 ms RTT,
+    // 30 ms Gaussian jitter (packets reorder), 10 % loss, 1 % duplicates.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = dedicated(dir.path(), port, &log, &[]);
+    let b = bot(dir.path(), port, &["--seconds", "45", "--name", "far", "--link", "200ms,30ms,10%,1%"]);
+    let (code, out) = finish(b, 90);
+    let _ = server.kill();
+    let _ = server.wait();
+    eprintln!("{out}");
+    assert_eq!(code, 0, "{out}\n{}", read(&log));
+    assert!(out.contains("fought in the dungeon"), "{out}");
+    let coasted = number_after(&out, "server coasted ");
+    let ticks = number_after(&out, " ticks of ");
+    assert!(ticks > 40.0 * 60.0, "joined for {ticks} ticks");
+    assert!(coasted <= ticks * 0.01, "the server coasted on {coasted} of {ticks} ticks");
+    assert_eq!(number_after(&out, ", snaps "), 0.0, "no rubber-banding: {out}");
+    assert!(number_after(&out, "px, max ") < 24.0, "{out}");
+}

@@ -200,7 +200,7 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             }
             let s = &c.stats;
             let line = format!(
-                "bot {}: player {} | {} | content {} | prediction error mean {:.3} px, max {:.2} px | inputs dropped {} (server coasted {} ticks) | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
+                "bot {}: player {} | {} | content {} | prediction error mean {:.3} px, max {:.2} px, snaps {} | inputs dropped {} (server coasted {} ticks of {}) | lead target {}, redundancy {}, late frames {}, missing {} | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
                 c.name,
                 c.player_id.map_or("-".into(), |p| p.to_string()),
                 if left[i] { "left via disconnect" } else if brain.entered_dungeon { "fought in the dungeon" } else { "in the hub" },
@@ -213,8 +213,14 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 },
                 s.pred_err_mean(),
                 s.pred_err_max,
+                s.snaps_over_threshold,
                 s.server_inputs_dropped,
                 s.server_ticks_coasted,
+                c.ticks_joined(),
+                s.lead_target.max(c.target_lead()),
+                s.redundancy,
+                s.late_frames,
+                s.missing_frames,
                 s.resyncs,
                 s.stall_resyncs,
                 st.bytes_sent as f64 / secs / 1024.0,

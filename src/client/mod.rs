@@ -109,6 +109,8 @@ pub struct ClientStats {
     /// Exponential average of recent prediction error, px.
     pub pred_err_recent: f32,
     pub snaps_over_threshold: u64,
+    /// Times the local ship was put where it died (not counted as prediction errors).
+    pub death_corrections: u64,
     /// Frames the server reported arriving late (after their tick) or never.
     pub late_frames: u64,
     pub missing_frames: u64,
@@ -851,6 +853,17 @@ impl<T: Transport> Client<T> {
                 t = f.tick;
             }
         }
+        // A dead ship does not move: the server stopped it at the moment of death, which
+        // the client learns of a round trip later. Putting the wreck where it fell is not a
+        // prediction error (nothing could have predicted the hit), so it is not counted.
+        let died = own.flags & F_DEAD != 0;
+        if died {
+            if self.pred.is_some_and(|p| p.distance(pos) > 0.0) {
+                self.stats.death_corrections += 1;
+            }
+            self.pred = Some(pos);
+            return;
+        }
         match self.pred {
             None => self.pred = Some(pos),
             Some(p) => {
@@ -893,6 +906,11 @@ impl<T: Transport> Client<T> {
             bb.pos = ba.pos.lerp(bb.pos, t);
         }
         Some(out)
+    }
+
+    /// Client ticks since this client joined.
+    pub fn ticks_joined(&self) -> u64 {
+        self.ticks
     }
 
     /// The aim (degrees) of the newest input frame: the local ship is drawn with it.
