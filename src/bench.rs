@@ -666,3 +666,134 @@ pub fn join_bench() -> anyhow::Result<Vec<JoinBench>> {
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(out)
 }
+
+/// What one emitter pattern costs on the network: the events (spawns, bursts, hits) one
+/// idle, immortal player receives while a boss phase fires at it.
+#[derive(Debug, Clone)]
+pub struct PatternCost {
+    pub name: String,
+    pub seconds: f64,
+    /// Bullets the pattern created per second.
+    pub bullets_per_s: f64,
+    /// Event payload down per client, KB/s (what the pattern adds to a client's traffic).
+    pub events_kbs: f64,
+    /// Event payload per bullet, bytes.
+    pub bytes_per_bullet: f64,
+}
+
+impl std::fmt::Display for PatternCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pattern {}: {:.0} bullets/s cost {:.2} KB/s of events per client ({:.2} bytes per bullet)",
+            self.name, self.bullets_per_s, self.events_kbs, self.bytes_per_bullet
+        )
+    }
+}
+
+/// One idle player in `dungeon` while its boss holds phase `phase` for `seconds`
+/// (in-process, so the figure is the game payload, not ENet's or the secure layer's).
+pub fn pattern_cost(content: &Content, dungeon: &str, phase: usize, seconds: f64, name: &str) -> anyhow::Result<PatternCost> {
+    use crate::client::{Client, InputSample};
+    use crate::net::{LocalListener, Transport};
+    use crate::server::{Server, ServerConfig};
+    let boss = content
+        .defs
+        .dungeons
+        .get(dungeon)
+        .map(|d| d.boss.clone())
+        .ok_or_else(|| anyhow::anyhow!("no dungeon '{dungeon}'"))?;
+    let threshold = content.defs.bosses[&boss].phases.get(phase).map_or(1.0, |p| p.hp_threshold);
+    let listener = LocalListener::new();
+    let mut server = Server::new(content, Box::new(listener.server()) as Box<dyn Transport>, ServerConfig::default());
+    let installed = crate::protocol::content::ClientContent::of(content);
+    let mut client = Client::new(Box::new(listener.connect()) as Box<dyn Transport>, "idle", Some(installed));
+    let mut tick = 0u64;
+    let mut step = |server: &mut Server<Box<dyn Transport>>, client: &mut Client<Box<dyn Transport>>| {
+        tick += 1;
+        client.update(tick as f64 * 1000.0 / 60.0, InputSample::default());
+        server.tick();
+    };
+    for _ in 0..30 {
+        step(&mut server, &mut client);
+    }
+    let id = client.player_id.ok_or_else(|| anyhow::anyhow!("the client did not join"))?;
+    let inst = server.world.enter_dungeon(id, dungeon).ok_or_else(|| anyhow::anyhow!("no dungeon '{dungeon}'"))?;
+    for _ in 0..10 {
+        step(&mut server, &mut client);
+    }
+    let defs = server.world.defs.clone();
+    let t = server.world.tick;
+    let mut ev = Vec::new();
+    server.world.instances.get_mut(&inst).expect("instance").start_boss(&defs, t, &mut ev);
+    let ticks = (seconds * 60.0) as u64;
+    let (mut bytes0, mut uid0) = (0u64, 0u32);
+    for k in 0..ticks + 120 {
+        if k == 120 {
+            bytes0 = client.stats.bytes_by_type[crate::protocol::messages::T_EVENTS as usize];
+            uid0 = server.world.instances[&inst].next_uid();
+        }
+        if let Some(i) = server.world.instances.get_mut(&inst) {
+            i.force_boss_hp(&defs, threshold - 0.01, &mut ev);
+            for p in i.players.iter_mut() {
+                p.hp = 100;
+            }
+        }
+        step(&mut server, &mut client);
+    }
+    let bytes = client.stats.bytes_by_type[crate::protocol::messages::T_EVENTS as usize] - bytes0;
+    let bullets = server.world.instances[&inst].next_uid().wrapping_sub(uid0) as f64;
+    Ok(PatternCost {
+        name: name.to_string(),
+        seconds,
+        bullets_per_s: bullets / seconds,
+        events_kbs: bytes as f64 / seconds / 1024.0,
+        bytes_per_bullet: bytes as f64 / bullets.max(1.0),
+    })
+}
+
+/// The densest shipped pattern (every boss phase of every dungeon, the most event bytes),
+/// and a stress pattern of 100 bullets every tick, fired as one ring and as 100 shots.
+pub fn pattern_costs(content: &Content, seconds: f64) -> anyhow::Result<Vec<PatternCost>> {
+    let mut densest: Option<PatternCost> = None;
+    for (id, d) in &content.defs.dungeons {
+        let boss = &d.boss;
+        for (k, ph) in content.defs.bosses[boss].phases.iter().enumerate() {
+            let c = pattern_cost(content, id, k, seconds, &format!("{boss} phase {} \"{}\" (densest shipped)", k + 1, ph.name))?;
+            if densest.as_ref().is_none_or(|b| c.events_kbs > b.events_kbs) {
+                densest = Some(c);
+            }
+        }
+    }
+    let mut out: Vec<PatternCost> = densest.into_iter().collect();
+    let dir = tempfile_dir()?;
+    for (name, script) in [
+        (
+            "stress: a 100-bullet ring every tick",
+            "while true do\n  ring{n = 100, speed = 2.5, angle = tick() * 3.7, kind = \"stress_needle\", lifetime = 120}\n  wait(1)\nend\n",
+        ),
+        (
+            "stress: 100 single shots every tick",
+            "while true do\n  for k = 1, 100 do\n    shot{angle = rand(0, 360), speed = rand(1.5, 3.5), kind = \"stress_needle\", lifetime = 120}\n  end\n  wait(1)\nend\n",
+        ),
+    ] {
+        let m = crate::content::sample::write_mod(&dir, "stress", 0)?;
+        std::fs::write(m.join("emitters/stress_needles.lua"), script)?;
+        let c = crate::content::load(&[
+            crate::content::ModRoot::Mod(crate::content::content_dir()),
+            crate::content::ModRoot::Mod(m),
+        ]);
+        if let Some(e) = c.errors().next() {
+            anyhow::bail!("stress mod: {e}");
+        }
+        out.push(pattern_cost(&c, "stress_pit", 0, seconds, name)?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(out)
+}
+
+fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
+    let d = std::env::temp_dir().join(format!("hailfire-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}

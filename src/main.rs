@@ -398,6 +398,13 @@ fn bench(quick: bool, net: bool, render: bool) -> ExitCode {
         println!("{}", hailfire::bench::render_bench(&content, if quick { 20 } else { 120 }));
     }
     if net {
+        match hailfire::bench::pattern_costs(&content, if quick { 5.0 } else { 20.0 }) {
+            Ok(v) => v.iter().for_each(|p| println!("{p}")),
+            Err(e) => {
+                eprintln!("pattern bench: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        }
         for every in [1, 3] {
             match hailfire::bench::net_fight(&content, secs.min(30.0), true, every) {
                 Ok(r) => println!("{r}"),

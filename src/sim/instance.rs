@@ -652,6 +652,11 @@ impl Instance {
 
     /// Sets the boss's HP to a fraction of its maximum and applies any phase change
     /// (the validator walks every phase this way).
+    /// The uid the next bullet will get (bullets made so far, counting from 1).
+    pub fn next_uid(&self) -> u32 {
+        self.next_uid
+    }
+
     pub fn force_boss_hp(&mut self, defs: &Defs, frac: f32, events: &mut Vec<SimEvent>) {
         if let Some(b) = &mut self.boss {
             b.hp = ((b.max_hp as f32 * frac) as i32).max(1);

@@ -12,18 +12,19 @@ every(120, nil, function()
 end)
 
 while true do
-  for k = 0, arms - 1 do
-    shot{
-      angle = angle + k * 360 / arms,
-      speed = 0.8,             -- px per tick at spawn
-      accel = 0.04,            -- px per tick, per tick
-      max_speed = 3.6,
-      turn = 0.8,              -- degrees per tick: the petals curve clockwise
-      kind = "whirl_petal",
-      lifetime = 300,
-      offset = 16,             -- start at the Whirler's rim, not its centre
-    }
-  end
+  -- One ring of `arms` petals: a ring or fan travels as one small network event, where
+  -- the same bullets fired one by one with shot{} cost about 9 bytes each.
+  ring{
+    n = arms,
+    angle = angle,
+    speed = 0.8,             -- px per tick at spawn
+    accel = 0.04,            -- px per tick, per tick
+    max_speed = 3.6,
+    turn = 0.8,              -- degrees per tick: the petals curve clockwise
+    kind = "whirl_petal",
+    lifetime = 300,
+    offset = 16,             -- start at the Whirler's rim, not its centre
+  }
   angle = angle + 13
   wait(7)
 end
