@@ -693,7 +693,13 @@ impl std::fmt::Display for PatternCost {
 
 /// One idle player in `dungeon` while its boss holds phase `phase` for `seconds`
 /// (in-process, so the figure is the game payload, not ENet's or the secure layer's).
-pub fn pattern_cost(content: &Content, dungeon: &str, phase: usize, seconds: f64, name: &str) -> anyhow::Result<PatternCost> {
+pub fn pattern_cost(
+    content: &Content,
+    dungeon: &str,
+    phase: usize,
+    seconds: f64,
+    name: &str,
+) -> anyhow::Result<PatternCost> {
     use crate::client::{Client, InputSample};
     use crate::net::{LocalListener, Transport};
     use crate::server::{Server, ServerConfig};
@@ -759,7 +765,13 @@ pub fn pattern_costs(content: &Content, seconds: f64) -> anyhow::Result<Vec<Patt
     for (id, d) in &content.defs.dungeons {
         let boss = &d.boss;
         for (k, ph) in content.defs.bosses[boss].phases.iter().enumerate() {
-            let c = pattern_cost(content, id, k, seconds, &format!("{boss} phase {} \"{}\" (densest shipped)", k + 1, ph.name))?;
+            let c = pattern_cost(
+                content,
+                id,
+                k,
+                seconds,
+                &format!("{boss} phase {} \"{}\" (densest shipped)", k + 1, ph.name),
+            )?;
             if densest.as_ref().is_none_or(|b| c.events_kbs > b.events_kbs) {
                 densest = Some(c);
             }
