@@ -383,3 +383,62 @@ fn channels_deliver_as_documented() {
     assert_eq!(delivery(CH_INPUT), Delivery::Unreliable { sequenced: true });
     assert_ne!(CH_SNAPSHOT, CH_EVENTS, "a burst of bullet events never holds back snapshots");
 }
+
+/// The fuzz seed corpus of the message decoders (`fuzz/corpus/`) is what the current
+/// encoders write, and every seed decodes: a change to the wire fails here until the seeds
+/// are rewritten with `HAILFIRE_WRITE_CORPUS=1 cargo test --test protocol fuzz_corpus`.
+#[test]
+fn fuzz_corpus_matches_the_encoders() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let write = std::env::var_os("HAILFIRE_WRITE_CORPUS").is_some();
+    let mut seeds = 0;
+    let mut w = |dir: &str, name: &str, bytes: Vec<u8>| {
+        let path = root.join(dir).join(name);
+        if write {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let committed = std::fs::read(&path).unwrap_or_default();
+        assert_eq!(committed, bytes, "{} is stale: rewrite the seed corpus", path.display());
+        let ok = if dir == "client_msg" { ClientMsg::decode(&bytes).is_ok() } else { ServerMsg::decode(&bytes).is_ok() };
+        assert!(ok, "{} decodes", path.display());
+        seeds += 1;
+    };
+    let frames = vec![WireInput { mx: 100, my: -100, aim: 0x4000, buttons: 1 }; 3];
+    w("client_msg", "hello", ClientMsg::Hello { version: PROTOCOL_VERSION, content: ContentDigest([3; 32]), name: "fuzz".into() }.encode());
+    w("client_msg", "input", ClientMsg::Input { newest_tick: 900, snap_ack: Some(897), lead: 6, frames }.encode());
+    w("client_msg", "content_want", ClientMsg::ContentWant.encode());
+    w("client_msg", "content_ready", ClientMsg::ContentReady { digest: ContentDigest([3; 32]) }.encode());
+    w("server_msg", "welcome", ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 3, tick: 900, tick_rate: 60 }.encode());
+    w("server_msg", "reject", ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }).encode());
+    w("server_msg", "offer", ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode());
+    w("server_msg", "chunk", ServerMsg::ContentChunk { offset: 0, data: vec![7; 64] }.encode());
+    let a = spawn();
+    let b = BulletSpawn { uid: 1001, angle: 210.0, ..a }.quantized();
+    w(
+        "server_msg",
+        "events",
+        ServerMsg::Events {
+            tick: 77,
+            events: vec![
+                WireEvent::Spawn(a),
+                WireEvent::Hit { uid: 999, target: WireTarget::Boss },
+                WireEvent::Hit { uid: 1000, target: WireTarget::Boss },
+                WireEvent::Hit { uid: 998, target: WireTarget::Player(2) },
+                WireEvent::Death { target: WireTarget::Enemy(4) },
+                WireEvent::Phase { phase: 1 },
+                WireEvent::Sfx { name: "shotgun".into(), pos: Vec2::new(3.0, 4.0) },
+            ],
+        }
+        .encode(),
+    );
+    w("server_msg", "repeat_spawns", ServerMsg::Events { tick: 77, events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b)] }.encode());
+    w("server_msg", "burst", ServerMsg::Events { tick: 77, events: vec![WireEvent::Burst(burst()), WireEvent::Spawn(b)] }.encode());
+    w("server_msg", "snapshot", ServerMsg::Snapshot(SnapshotMsg::diff(None, &snapshot(), Some(1))).encode());
+    let mut next = snapshot();
+    next.tick = 603;
+    next.players[0].pos = Vec2::new(490.0, 590.0);
+    next.boss.as_mut().unwrap().hp = 10;
+    w("server_msg", "snapshot_delta", ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode());
+    assert_eq!(seeds, 13, "every seed written above was checked");
+}
