@@ -1,10 +1,36 @@
-//! Server messages as a client decodes them (a hostile server): never a panic.
+//! Server messages as a client decodes them (a hostile server): never a panic, also not
+//! when a snapshot is rebuilt on a base or a burst is expanded into bullets.
 #![no_main]
-use hailfire::protocol::ServerMsg;
+use hailfire::protocol::messages::{SnapPlayer, Snapshot};
+use hailfire::protocol::{ServerMsg, WireEvent};
+use hailfire::sim::Vec2;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = ServerMsg::decode(data) {
         let _ = ServerMsg::decode(&m.encode());
+        match &m {
+            ServerMsg::Snapshot(s) => {
+                let base = Snapshot {
+                    instance: s.instance,
+                    tick: s.base.unwrap_or(0),
+                    last_input_tick: None,
+                    report: None,
+                    players: vec![SnapPlayer { id: 1, pos: Vec2::new(8191.0, 0.0), hp: 1, flags: 0, escape: 0, aim: 0 }],
+                    enemies: Vec::new(),
+                    boss: None,
+                };
+                let _ = s.apply(None);
+                let _ = s.apply(Some(&base));
+            }
+            ServerMsg::Events { events, .. } => {
+                for e in events {
+                    if let WireEvent::Burst(b) = e {
+                        let _ = b.spawns().count();
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 });
