@@ -469,3 +469,37 @@ fn lua_math_gives_the_portable_bits_not_the_platforms() {
         .unwrap();
     assert_eq!(v.to_bits(), libm::atan2(1.0, 3.0).to_bits());
 }
+
+#[test]
+fn the_modding_guide_documents_exactly_the_emitter_api() {
+    use hailfire::content::lua::spec;
+    let doc =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/MODDING.md")).unwrap();
+    let start = doc.find("## Emitters").expect("an Emitters section");
+    let section = &doc[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    // Every function a table row documents exists...
+    let mut documented = std::collections::BTreeSet::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let name: String = line[3..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let after = line[3 + name.len()..].chars().next();
+        if matches!(after, Some('(') | Some('{')) {
+            documented.insert(name);
+        }
+    }
+    let described: std::collections::BTreeSet<String> = spec::FUNCTIONS.iter().map(|f| f.name.to_string()).collect();
+    let phantom: Vec<_> = documented.difference(&described).collect();
+    assert!(phantom.is_empty(), "documented but not part of the API: {phantom:?}");
+    // ...and every function of the API is documented (in a table or in the prose).
+    for f in spec::FUNCTIONS {
+        assert!(
+            section.contains(&format!("`{}(", f.name)) || section.contains(&format!("`{}{{", f.name)),
+            "docs/MODDING.md does not document {}",
+            f.name
+        );
+    }
+    for f in spec::SHOT_FIELDS.iter().chain(spec::FAN_FIELDS).chain(spec::RING_FIELDS) {
+        assert!(section.contains(&format!("`{}`", f.name)), "the firing field {} is not documented", f.name);
+    }
+    assert!(documented.len() >= 15, "the tables were found ({documented:?})");
+}

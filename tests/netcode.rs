@@ -638,6 +638,14 @@ fn bad_link_60_seconds_of_fighting_stays_smooth() {
     assert!(r.pred_mean < 0.2, "mean prediction error {} px", r.pred_mean);
     assert_eq!(r.resyncs, 0);
     assert!(r.redundancy > INPUT_REDUNDANCY, "under loss each packet carries more copies ({})", r.redundancy);
+    assert!(r.controller_target > 0, "the lead follows the server's reports");
+    assert!(
+        r.snapshots_delta * 10 >= r.snapshots * 9,
+        "deltas under loss too ({} of {})",
+        r.snapshots_delta,
+        r.snapshots
+    );
+    assert_eq!(r.snapshots_unresolved, 0, "every delta's base was held");
 }
 
 #[test]
@@ -651,9 +659,10 @@ fn far_link_the_lead_covers_jitter_and_loss() {
     assert!(r.pred_max < client::SNAP_DISTANCE, "worst prediction error {} px", r.pred_max);
     assert_eq!(r.snaps, 0, "no rubber-banding");
     assert!(r.lead_max <= client::INPUT_LEAD_MAX, "inside the band ({})", r.lead_max);
-    // 200 ms is 12 ticks: the lead must have grown well past the round trip to cover the
-    // jitter's tail, yet stay inside the band.
-    assert!(r.lead_mean > 14.0, "the lead grew to cover the jitter (mean {})", r.lead_mean);
+    // 200 ms is 12 ticks: the controller's target must have grown past the round trip
+    // plus two (the fallback before any report) to cover the jitter's tail.
+    assert!(r.controller_target >= 16, "the lead grew to cover the jitter (target {})", r.controller_target);
+    assert_eq!(r.snapshots_unresolved, 0);
 }
 
 #[test]
@@ -667,6 +676,14 @@ fn clean_link_nothing_gets_worse() {
     assert!(r.lead_target <= client::INPUT_TARGET_LEAD, "the lead is no larger than needed ({})", r.lead_target);
     assert_eq!(r.redundancy, INPUT_REDUNDANCY);
     assert_eq!(r.late_frames, 0);
+    assert_eq!(r.controller_target, client::INPUT_TARGET_LEAD, "set by the reports, at the floor");
+    assert!(
+        r.snapshots > 500 && r.snapshots_delta + 1 >= r.snapshots,
+        "deltas ({} of {})",
+        r.snapshots_delta,
+        r.snapshots
+    );
+    assert_eq!(r.snapshots_unresolved, 0);
 }
 
 // ------------------------------------------------------------------ 9. content at join

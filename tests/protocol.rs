@@ -400,18 +400,31 @@ fn fuzz_corpus_matches_the_encoders() {
         }
         let committed = std::fs::read(&path).unwrap_or_default();
         assert_eq!(committed, bytes, "{} is stale: rewrite the seed corpus", path.display());
-        let ok = if dir == "client_msg" { ClientMsg::decode(&bytes).is_ok() } else { ServerMsg::decode(&bytes).is_ok() };
+        let ok =
+            if dir == "client_msg" { ClientMsg::decode(&bytes).is_ok() } else { ServerMsg::decode(&bytes).is_ok() };
         assert!(ok, "{} decodes", path.display());
         seeds += 1;
     };
     let frames = vec![WireInput { mx: 100, my: -100, aim: 0x4000, buttons: 1 }; 3];
-    w("client_msg", "hello", ClientMsg::Hello { version: PROTOCOL_VERSION, content: ContentDigest([3; 32]), name: "fuzz".into() }.encode());
+    w(
+        "client_msg",
+        "hello",
+        ClientMsg::Hello { version: PROTOCOL_VERSION, content: ContentDigest([3; 32]), name: "fuzz".into() }.encode(),
+    );
     w("client_msg", "input", ClientMsg::Input { newest_tick: 900, snap_ack: Some(897), lead: 6, frames }.encode());
     w("client_msg", "content_want", ClientMsg::ContentWant.encode());
     w("client_msg", "content_ready", ClientMsg::ContentReady { digest: ContentDigest([3; 32]) }.encode());
-    w("server_msg", "welcome", ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 3, tick: 900, tick_rate: 60 }.encode());
+    w(
+        "server_msg",
+        "welcome",
+        ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 3, tick: 900, tick_rate: 60 }.encode(),
+    );
     w("server_msg", "reject", ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }).encode());
-    w("server_msg", "offer", ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode());
+    w(
+        "server_msg",
+        "offer",
+        ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
+    );
     w("server_msg", "chunk", ServerMsg::ContentChunk { offset: 0, data: vec![7; 64] }.encode());
     let a = spawn();
     let b = BulletSpawn { uid: 1001, angle: 210.0, ..a }.quantized();
@@ -432,13 +445,50 @@ fn fuzz_corpus_matches_the_encoders() {
         }
         .encode(),
     );
-    w("server_msg", "repeat_spawns", ServerMsg::Events { tick: 77, events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b)] }.encode());
-    w("server_msg", "burst", ServerMsg::Events { tick: 77, events: vec![WireEvent::Burst(burst()), WireEvent::Spawn(b)] }.encode());
+    w(
+        "server_msg",
+        "repeat_spawns",
+        ServerMsg::Events { tick: 77, events: vec![WireEvent::Spawn(a), WireEvent::Spawn(b)] }.encode(),
+    );
+    w(
+        "server_msg",
+        "burst",
+        ServerMsg::Events { tick: 77, events: vec![WireEvent::Burst(burst()), WireEvent::Spawn(b)] }.encode(),
+    );
     w("server_msg", "snapshot", ServerMsg::Snapshot(SnapshotMsg::diff(None, &snapshot(), Some(1))).encode());
     let mut next = snapshot();
     next.tick = 603;
     next.players[0].pos = Vec2::new(490.0, 590.0);
     next.boss.as_mut().unwrap().hp = 10;
-    w("server_msg", "snapshot_delta", ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode());
+    w(
+        "server_msg",
+        "snapshot_delta",
+        ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
+    );
     assert_eq!(seeds, 13, "every seed written above was checked");
+}
+
+#[test]
+fn chained_deltas_on_the_coarse_grid_never_drift() {
+    // A remote player (not the receiver) moving 1.3 px a snapshot, chained through twenty
+    // deltas, each based on the previous rebuilt one: the rebuilt position stays within
+    // half a coarse step (1/4 px) of the truth, and the receiver's own stays on 1/8 px.
+    let mut truth = snapshot();
+    truth.players.push(SnapPlayer { id: 2, pos: Vec2::new(100.0, 100.0), hp: 100, flags: 0, escape: 0, aim: 0 });
+    let mut held = SnapshotMsg::diff(None, &truth, Some(1)).apply(None).unwrap();
+    for k in 1..=20 {
+        truth.tick += 3;
+        truth.players[1].pos = Vec2::new(100.0 + 1.3 * k as f32, 100.0 - 0.7 * k as f32);
+        truth.players[0].pos = Vec2::new(480.0 + 0.375 * k as f32, 600.125);
+        let m = SnapshotMsg::diff(Some(&held), &truth, Some(1));
+        assert!(m.players.iter().any(|p| p.id == 2 && !p.fine && !p.new && p.pos.is_some()), "a coarse delta");
+        let bytes = ServerMsg::Snapshot(m.clone()).encode();
+        let ServerMsg::Snapshot(back) = ServerMsg::decode(&bytes).unwrap() else { panic!() };
+        let rebuilt = back.apply(Some(&held)).unwrap();
+        assert_eq!(rebuilt, m.apply(Some(&held)).unwrap(), "server and client rebuild the same");
+        let err = rebuilt.players[1].pos.distance(truth.players[1].pos);
+        assert!(err <= 0.25 * std::f32::consts::SQRT_2 + 1e-4, "step {k}: remote off by {err} px");
+        assert_eq!(rebuilt.players[0].pos, truth.players[0].pos, "the receiver's own position is exact");
+        held = rebuilt;
+    }
 }

@@ -211,6 +211,8 @@ pub struct Client<T: Transport> {
     ticks: u64,
     /// The lead the newest frame was numbered with (sent with each input packet).
     sent_lead: i64,
+    /// Frames numbered this tick (all go in this tick's packet).
+    fresh_frames: usize,
     /// The leads the server reported as needed (see the module docs), newest last.
     needed: VecDeque<f32>,
     /// The controller's target (0: no report yet), when it last changed, and when the
@@ -264,6 +266,7 @@ impl<T: Transport> Client<T> {
             last_sent: None,
             ticks: 0,
             sent_lead: 0,
+            fresh_frames: 0,
             needed: VecDeque::new(),
             target: 0,
             target_at: 0,
@@ -499,9 +502,9 @@ impl<T: Transport> Client<T> {
             // Every tick from the last one sent up to the new number gets this input (the
             // server would otherwise coast through the gap), except ticks too old for one
             // packet to carry, through which the server will coast on the previous frame.
-            let redundancy = self.redundancy() as u32;
             let first = self.last_sent.map_or(self.input_tick, |l| l + 1);
-            let fill_from = first.max(self.input_tick.saturating_sub(redundancy - 1));
+            let fill_from = first.max(self.input_tick.saturating_sub(MAX_INPUT_FRAMES as u32 - 1));
+            self.fresh_frames = (self.input_tick - fill_from + 1) as usize;
             let held = self.recent.back().map_or(Vec2::ZERO, |f| f.mv);
             let can_move = self.own_can_move();
             let arena = self.view.as_ref().map(|v| v.arena);
@@ -543,7 +546,9 @@ impl<T: Transport> Client<T> {
         let Some(newest) = self.recent.back().map(|f| f.tick) else { return };
         // Newest first, consecutive ticks only (a gap ends the redundancy).
         let mut frames = Vec::new();
-        for (k, f) in self.recent.iter().rev().take(self.redundancy()).enumerate() {
+        // A tick that numbered several frames sends them all, so none is missing.
+        let n = self.redundancy().max(std::mem::take(&mut self.fresh_frames));
+        for (k, f) in self.recent.iter().rev().take(n).enumerate() {
             if f.tick != newest.wrapping_sub(k as u32) {
                 break;
             }
@@ -922,5 +927,61 @@ impl<T: Transport> Client<T> {
     pub fn own_state(&self) -> Option<SnapPlayer> {
         let id = self.player_id?;
         self.view.as_ref()?.latest()?.players.iter().find(|p| p.id == id).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::LocalListener;
+
+    fn client() -> Client<crate::net::LocalClient> {
+        let l = LocalListener::new();
+        Client::new(l.connect(), "c", None)
+    }
+
+    fn report(need: u8, late: u32) -> InputReport {
+        InputReport { max_need: need, late, missing: 0 }
+    }
+
+    #[test]
+    fn the_lead_covers_the_99th_percentile_grows_at_once_and_shrinks_one_tick_per_two_seconds() {
+        let mut c = client();
+        assert_eq!(c.target, 0, "no report yet: the fallback");
+        // A steady link needing 9 ticks: the target covers it with a tick to spare.
+        for _ in 0..LEAD_WINDOW {
+            c.on_report(report(9, 0));
+        }
+        assert_eq!(c.target_lead(), 10);
+        // Two reports in 200 needing 12 are the 1 % the percentile leaves out...
+        c.on_report(report(12, 0));
+        c.on_report(report(12, 0));
+        assert_eq!(c.target_lead(), 10, "the 99th percentile of the window is still 9");
+        // ...a third is not, and the target grows at once.
+        c.on_report(report(12, 0));
+        assert_eq!(c.target_lead(), 13);
+        // A single late frame needing 15: at once, even though it is one report.
+        c.on_report(report(15, 1));
+        assert_eq!(c.target_lead(), 16, "a late frame raises the target immediately");
+        assert_eq!(c.stats.late_frames, 1);
+        // The link calms: nothing for 119 ticks, then one tick down per 120 ticks.
+        for t in 1..=LEAD_SHRINK_TICKS * 3 {
+            c.ticks += 1;
+            c.on_report(report(4, 0));
+            let expect = 16 - (t / LEAD_SHRINK_TICKS) as i64;
+            assert_eq!(c.target_lead(), expect.max(4), "tick {t}");
+        }
+        // Far past the window, it settles at the floor the new reports ask for.
+        for _ in 0..LEAD_WINDOW as u64 * 20 {
+            c.ticks += 1;
+            c.on_report(report(1, 0));
+        }
+        assert_eq!(c.target_lead(), INPUT_LEAD_MIN + 1);
+        // A missing frame raises redundancy for a while.
+        assert_eq!(c.redundancy(), INPUT_REDUNDANCY);
+        c.on_report(InputReport { max_need: 1, late: 0, missing: 2 });
+        assert_eq!(c.redundancy(), INPUT_REDUNDANCY + 1);
+        c.ticks += MISSING_MEMORY_TICKS;
+        assert_eq!(c.redundancy(), INPUT_REDUNDANCY);
     }
 }

@@ -3,7 +3,14 @@
 //! server runs. Only hits (and bullet cancels) ever remove a bullet early.
 
 use crate::protocol::WireEvent;
+use crate::sim::config::MAX_BULLETS_PER_INSTANCE;
 use crate::sim::{BulletPool, BulletSpawn, Tick, Vec2};
+
+/// Spawns stamped further ahead of the replica than this are refused (a server is never
+/// more than a round trip ahead of the replica's clock).
+pub const MAX_AHEAD_TICKS: u32 = 600;
+/// The longest fast-forward: the longest life a bullet can have (3,600 ticks).
+pub const MAX_FAST_FORWARD: u32 = 3_600;
 
 #[derive(Default)]
 pub struct Replica {
@@ -13,22 +20,39 @@ pub struct Replica {
     pub arena: Vec2,
     /// Spawns stamped later than `tick`, held until the replica gets there.
     future: Vec<BulletSpawn>,
+    /// Spawns refused for breaking the replica's limits (a hostile or broken server).
+    pub refused: u64,
 }
 
 impl Replica {
     pub fn new(arena: Vec2, tick: Tick) -> Self {
-        Replica { pool: BulletPool::new(), tick, arena, future: Vec::new() }
+        Replica { pool: BulletPool::new(), tick, arena, future: Vec::new(), refused: 0 }
     }
 
     fn spawn(&mut self, s: &BulletSpawn) {
         if self.pool.find(s.uid).is_some() {
             return; // already have it (a repeated dump): spawns are idempotent
         }
+        // Whatever a (hostile) server sends, the replica holds no more than an instance
+        // may, keeps nothing for the far future, and fast-forwards nothing longer than a
+        // bullet may live: a burst of 1,024 bullets cannot buy unbounded work.
+        if self.pool.len() + self.future.len() >= MAX_BULLETS_PER_INSTANCE {
+            self.refused += 1;
+            return;
+        }
         if s.tick > self.tick {
+            if s.tick - self.tick > MAX_AHEAD_TICKS {
+                self.refused += 1;
+                return;
+            }
             self.future.push(*s);
             return;
         }
-        self.pool.spawn_advanced(s, 0, self.tick - s.tick, self.arena);
+        let behind = self.tick - s.tick;
+        if behind >= s.lifetime as u32 || behind > MAX_FAST_FORWARD {
+            return; // it has expired already
+        }
+        self.pool.spawn_advanced(s, 0, behind, self.arena);
     }
 
     pub fn apply(&mut self, e: &WireEvent) {

@@ -302,10 +302,17 @@ pub fn snap_q(p: Vec2) -> (i32, i32) {
 /// the coarse grid fit one byte per axis for anything moving under 16 px per snapshot.
 pub const COARSE: i32 = 4;
 
+/// A position on the coarse grid, rounded once from the true position (rounding the fine
+/// grid's value again would add its error to the coarse one's).
 fn coarse_q(p: Vec2) -> (i32, i32) {
-    let (x, y) = snap_q(p);
-    let c = |v: i32| ((v + COARSE / 2) / COARSE * COARSE).min(u16::MAX as i32 / COARSE * COARSE);
-    (c(x), c(y))
+    let step = COARSE as f32 / SNAP_POS;
+    let c = |v: f32| {
+        if !v.is_finite() {
+            return 0;
+        }
+        ((v / step).round().clamp(0.0, (u16::MAX as i32 / COARSE) as f32) as i32) * COARSE
+    };
+    (c(p.x), c(p.y))
 }
 
 /// The grid delta from `old` to `new` in units of `scale` steps (None: unchanged), and the
@@ -999,13 +1006,13 @@ fn read_spawn(
             return Err(DecodeError::BadValue("spawn flags"));
         }
         let p = prev.ok_or(DecodeError::BadValue("repeat spawn with nothing to repeat"))?;
-        let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+        let uid = next_uid(prev_uid, r.svar()?)?;
         let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
         let angle = r.u16()? as f32 / grid::ANGLE;
         let back = if flags & 16 != 0 { r.var_u32("tick")? } else { 0 };
         return Ok(BulletSpawn { uid, pos, angle, tick: batch_tick.wrapping_sub(back), ..*p });
     }
-    let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+    let uid = next_uid(prev_uid, r.svar()?)?;
     let kind = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("kind"))?;
     let x = r.i16()? as f32 / grid::POS;
     let y = r.i16()? as f32 / grid::POS;
@@ -1035,6 +1042,11 @@ fn read_spawn(
         max_speed,
         tick: batch_tick.wrapping_sub(back),
     })
+}
+
+/// A uid from the previous one and a (hostile, possibly huge) delta.
+fn next_uid(prev: u32, delta: i64) -> Result<u32, DecodeError> {
+    (prev as i64).checked_add(delta).and_then(|u| u32::try_from(u).ok()).ok_or(DecodeError::BadValue("uid"))
 }
 
 fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
@@ -1092,7 +1104,7 @@ fn read_burst(r: &mut Reader, batch_tick: u32, prev_uid: u32) -> Result<Burst, D
     if flags & !63 != 0 {
         return Err(DecodeError::BadValue("burst flags"));
     }
-    let uid = u32::try_from(prev_uid as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+    let uid = next_uid(prev_uid, r.svar()?)?;
     let count = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("burst count"))?;
     if !(1..=Burst::MAX_COUNT).contains(&count) {
         return Err(DecodeError::BadValue("burst count"));
@@ -1284,7 +1296,9 @@ impl ServerMsg {
                 }
                 match &s.report {
                     None => w.u8(0),
-                    Some(r) if r.late == 0 && r.missing == 0 => w.u8(1 + r.max_need.min(MAX_REPORTED_NEED - 1)),
+                    Some(r) if r.late == 0 && r.missing == 0 && r.max_need < MAX_REPORTED_NEED - 1 => {
+                        w.u8(1 + r.max_need)
+                    }
                     Some(r) => {
                         w.u8(128 + r.max_need.min(MAX_REPORTED_NEED));
                         w.var(r.late as u64);
@@ -1375,8 +1389,7 @@ impl ServerMsg {
                             WireEvent::Burst(b)
                         }
                         2 => {
-                            let uid =
-                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            let uid = next_uid(prev, r.svar()?)?;
                             prev = uid;
                             WireEvent::Hit { uid, target: read_target(&mut r)? }
                         }
@@ -1386,19 +1399,16 @@ impl ServerMsg {
                                 return Err(DecodeError::BadValue("hits"));
                             }
                             for _ in 1..n {
-                                let uid =
-                                    u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                                let uid = next_uid(prev, r.svar()?)?;
                                 prev = uid;
                                 events.push(WireEvent::Hit { uid, target: WireTarget::Boss });
                             }
-                            let uid =
-                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            let uid = next_uid(prev, r.svar()?)?;
                             prev = uid;
                             WireEvent::Hit { uid, target: WireTarget::Boss }
                         }
                         3 => {
-                            let uid =
-                                u32::try_from(prev as i64 + r.svar()?).map_err(|_| DecodeError::BadValue("uid"))?;
+                            let uid = next_uid(prev, r.svar()?)?;
                             prev = uid;
                             WireEvent::Despawn { uid }
                         }

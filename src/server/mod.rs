@@ -102,7 +102,7 @@ pub struct ServerStats {
     pub malformed: u64,
     /// Input frames refused: stale, claiming the future, or pushed out of a full queue.
     pub inputs_dropped: u64,
-    /// Frames for a tick already simulated (a replayed or very late packet).
+    /// Packets whose newest frame was simulated already (a replayed or very late packet).
     pub inputs_replayed: u64,
     /// Frames already queued (the redundant copies every packet carries, and duplicates).
     pub inputs_duplicate: u64,
@@ -261,12 +261,17 @@ impl<T: Transport> Server<T> {
                                 p.snap_acked = Some(a);
                             }
                         }
+                        // A replay is a packet whose newest frame was simulated already (its
+                        // older frames being so is just redundancy).
+                        let last = self.world.player(player).and_then(|p| p.last_input_tick);
+                        if last.is_some_and(|l| newest_tick <= l) {
+                            self.stats.inputs_replayed += 1;
+                        }
                         for (k, f) in frames.iter().enumerate() {
                             let tick = newest_tick.wrapping_sub(k as u32);
                             match self.world.queue_input(player, f.to_frame(tick)) {
-                                Ok(()) => {}
+                                Ok(()) | Err(InputDrop::Replay) => {}
                                 Err(InputDrop::Duplicate) => self.stats.inputs_duplicate += 1,
-                                Err(InputDrop::Replay) => self.stats.inputs_replayed += 1,
                                 Err(why) => {
                                     if why == InputDrop::Flood {
                                         self.stats.inputs_flooded += 1;
@@ -297,8 +302,9 @@ impl<T: Transport> Server<T> {
         let oldest = newest.saturating_sub(n.max(1) - 1);
         let from = match p.newest_seen {
             Some(s) if newest <= s => return,
-            // A jump (the client re-synced): nothing in between was ever meant to arrive.
-            Some(s) if newest - s > 2 * MAX_INPUT_FRAMES as u32 => oldest,
+            // A jump further than one packet carries (the client re-synced): nothing in
+            // between was ever meant to arrive.
+            Some(s) if newest - s > MAX_INPUT_FRAMES as u32 => oldest,
             Some(s) => s + 1,
             None => oldest,
         };

@@ -38,6 +38,12 @@ pub struct FightReport {
     pub lead_target: i64,
     pub late_frames: u64,
     pub redundancy: usize,
+    /// The target the controller set from the server's reports (0: it never engaged).
+    pub controller_target: i64,
+    /// Snapshots the client rebuilt from deltas, and those it could not rebuild.
+    pub snapshots: u64,
+    pub snapshots_delta: u64,
+    pub snapshots_unresolved: u64,
 }
 
 impl FightReport {
@@ -97,5 +103,9 @@ pub fn fight_over(link: LinkProfile, seconds: u32) -> FightReport {
         lead_target: cl.target_lead(),
         late_frames: cl.stats.late_frames - s0.late_frames,
         redundancy: cl.redundancy(),
+        controller_target: cl.stats.lead_target,
+        snapshots: cl.stats.snapshots - s0.snapshots,
+        snapshots_delta: cl.stats.snapshots_delta - s0.snapshots_delta,
+        snapshots_unresolved: cl.stats.snapshots_unresolved - s0.snapshots_unresolved,
     }
 }

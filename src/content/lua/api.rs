@@ -34,8 +34,33 @@ pub(super) fn num(t: &Table, k: &str) -> mlua::Result<Option<f32>> {
     }
 }
 
+/// Refuses a firing table with a field the function does not take, naming the nearest
+/// known one: a misspelt field would otherwise be silently ignored.
+fn check_fields(t: &Table, extra: &[super::spec::Field]) -> mlua::Result<()> {
+    let known = || super::spec::SHOT_FIELDS.iter().chain(extra).map(|f| f.name);
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        let Value::String(s) = &k else {
+            return Err(rt_err(format!("firing tables take named fields only (got a {} key)", k.type_name())));
+        };
+        let name = s.to_string_lossy();
+        if known().any(|f| f == name) {
+            continue;
+        }
+        let suggestion = if name.len() <= 64 { super::spec::suggest(&name, known()) } else { None };
+        let hint = match suggestion {
+            Some(s) => format!(" (did you mean '{s}'?)"),
+            None => format!(" (known fields: {})", known().collect::<Vec<_>>().join(", ")),
+        };
+        let shown: String = crate::content::diag::escape_text(&name).chars().take(40).collect();
+        return Err(rt_err(format!("unknown field '{shown}'{hint}")));
+    }
+    Ok(())
+}
+
 impl ShotSpec {
-    fn read(t: &Table) -> mlua::Result<ShotSpec> {
+    fn read(t: &Table, extra: &[super::spec::Field]) -> mlua::Result<ShotSpec> {
+        check_fields(t, extra)?;
         let kind = match t.get::<Value>("kind")? {
             Value::Nil => "orb".to_string(),
             Value::String(s) => s.to_str()?.to_string(),
@@ -200,7 +225,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
     g.set(
         "shot",
         lua.create_function(|lua, t: Table| {
-            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{}shot: {e}", caller(lua))))?;
+            let spec = ShotSpec::read(&t, &[]).map_err(|e| rt_err(format!("{}shot: {e}", caller(lua))))?;
             let at = caller(lua);
             with_ctx(lua, |c| {
                 let angle = spec.angle.unwrap_or(90.0);
@@ -212,7 +237,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         "ring",
         lua.create_function(|lua, t: Table| {
             let at = caller(lua);
-            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
+            let spec = ShotSpec::read(&t, super::spec::RING_FIELDS).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
             let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
             with_ctx(lua, |c| {
                 let start = spec.angle.unwrap_or(90.0);
@@ -225,7 +250,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         "fan",
         lua.create_function(|lua, t: Table| {
             let at = caller(lua);
-            let spec = ShotSpec::read(&t).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
+            let spec = ShotSpec::read(&t, super::spec::FAN_FIELDS).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
             let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
             let spread = num(&t, "spread")?.unwrap_or(30.0);
             let aimed = t.get::<Value>("aim")?;
@@ -233,7 +258,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                 let centre = match (&aimed, spec.angle) {
                     (Value::Nil, Some(a)) => a,
                     (Value::Nil, None) => aim_angle(c, &Value::Nil)?,
-                    (v, _) => aim_angle(c, v)?,
+                    (v, _) => aim_angle(c, v).map_err(|e| rt_err(format!("{at}fan: {e}")))?,
                 };
                 // The spread on the angle grid, shared out in n - 1 equal integer steps (a
                 // negative spread is the same fan).

@@ -23,6 +23,7 @@ use crate::sim::{Defs, Tick, Vec2};
 
 mod api;
 mod sandbox;
+pub mod spec;
 
 use api::install_api;
 use sandbox::mod_env;
@@ -557,5 +558,67 @@ impl Scripting for LuaRuntime {
 
     fn task_count(&self) -> usize {
         self.tasks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Standard Lua names the sandbox keeps (or replaces with guarded versions).
+    const STANDARD: &[&str] = &[
+        "_G",
+        "_VERSION",
+        "assert",
+        "error",
+        "getmetatable",
+        "ipairs",
+        "next",
+        "pairs",
+        "pcall",
+        "rawequal",
+        "rawget",
+        "rawlen",
+        "rawset",
+        "select",
+        "setmetatable",
+        "tonumber",
+        "tostring",
+        "type",
+        "xpcall",
+        "coroutine",
+        "math",
+        "string",
+        "table",
+        "utf8",
+        "warn",
+    ];
+
+    #[test]
+    fn the_runtime_installs_exactly_the_described_api_and_the_stubs_cover_it() {
+        let names = Arc::new(Names { kinds: HashMap::new(), enemies: BTreeSet::new() });
+        let lua = LuaRuntime::make_state(names, 1).unwrap();
+        let mut installed = BTreeSet::new();
+        for pair in lua.globals().pairs::<String, Value>() {
+            let (k, v) = pair.unwrap();
+            if STANDARD.contains(&k.as_str()) {
+                continue;
+            }
+            assert!(matches!(v, Value::Function(_)), "global '{k}' is not a function");
+            installed.insert(k);
+        }
+        let described: BTreeSet<String> = spec::FUNCTIONS.iter().map(|f| f.name.to_string()).collect();
+        let undocumented: Vec<_> = installed.difference(&described).collect();
+        let missing: Vec<_> = described.difference(&installed).collect();
+        assert!(undocumented.is_empty(), "installed but not in spec::FUNCTIONS: {undocumented:?}");
+        assert!(missing.is_empty(), "in spec::FUNCTIONS but not installed: {missing:?}");
+        let stubs = spec::stubs();
+        for f in spec::FUNCTIONS {
+            assert!(stubs.contains(&format!("\nfunction {}(", f.name)), "no stub for {}", f.name);
+        }
+        for f in spec::SHOT_FIELDS.iter().chain(spec::RING_FIELDS).chain(spec::FAN_FIELDS) {
+            assert!(stubs.contains(&format!("---@field {}? ", f.name)), "no stub field {}", f.name);
+        }
+        assert!(stubs.starts_with("---@meta"));
     }
 }
