@@ -164,6 +164,19 @@ enum ModsAction {
     },
     /// List what the game would load.
     List,
+    /// Create a working mod to start from in DIR/ID (default: the current folder): a
+    /// bullet kind, an enemy, a two-phase boss, a dungeon, a README and editor files.
+    New {
+        id: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Write (or refresh) the editor files into a mod folder (default: the current one):
+    /// LuaLS definitions of the emitter API and a .luarc.json for lua-language-server.
+    Stubs {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -220,6 +233,31 @@ fn main() -> ExitCode {
             bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security)
         }
         Some(Command::Mods { action: ModsAction::Check { paths, ticks } }) => mods_check(&paths, ticks),
+        Some(Command::Mods { action: ModsAction::New { id, dir } }) => {
+            match hailfire::content::scaffold::new_mod(&dir, &id) {
+                Ok(path) => {
+                    println!("created the mod '{id}' in {}", path.display());
+                    println!("next: hailfire mods check {}", path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hailfire mods new: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Some(Command::Mods { action: ModsAction::Stubs { dir } }) => {
+            match hailfire::content::scaffold::write_stubs(&dir) {
+                Ok(files) => {
+                    files.iter().for_each(|f| println!("wrote {}", f.display()));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hailfire mods stubs: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Some(Command::Mods { action: ModsAction::List }) => {
             let c = hailfire::content::Content::load_default();
             println!("base content: {}", hailfire::content::content_dir().display());

@@ -503,3 +503,53 @@ fn the_modding_guide_documents_exactly_the_emitter_api() {
     }
     assert!(documented.len() >= 15, "the tables were found ({documented:?})");
 }
+
+#[test]
+fn a_misspelt_firing_field_or_aim_target_is_an_error_at_its_line_with_a_hint() {
+    let d = mod_with_script("wait(1)\n\nshot{spede = 3}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "unknown field 'spede' (did you mean 'speed'?)");
+    let d = mod_with_script("wait(1)\nring{n = 8, lifetim = 60}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "did you mean 'lifetime'?");
+    // `spread` belongs to fans; on a ring it is a mistake, and the hint lists what fits.
+    let d = mod_with_script("ring{n = 8, spread = 40}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:1", "unknown field 'spread'");
+    let d = mod_with_script("wait(2)\nfan{n = 3, aim = \"closest\"}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "unknown target 'closest'");
+    // Every documented field is accepted.
+    let ok = mod_with_script(
+        "shot{kind = 'orb', x = 1, y = 2, angle = 3, speed = 1, accel = 0, max_speed = 2, turn = 1, lifetime = 9, offset = 1, radius = 3, damage = 1}\nring{n = 3}\nfan{n = 2, spread = 10, aim = 'nearest'}\nwait(1000)\n",
+    );
+    let (n, errs) = check(ok.path());
+    assert_eq!(n, 0, "{errs:?}");
+}
+
+#[test]
+fn mods_new_makes_a_mod_that_passes_the_checker_and_carries_editor_files() {
+    let d = tempfile::tempdir().unwrap();
+    let m = hailfire::content::scaffold::new_mod(d.path(), "first_mod").unwrap();
+    let r = validate::check(&[m.clone()]);
+    let errs: Vec<String> = r.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(r.errors(), 0, "{}", errs.join("\n"));
+    assert!(r.mods.iter().any(|x| x.id == "first_mod" && x.loaded));
+    assert!(r.bosses_run >= 1 && r.emitters_run >= 3, "its boss and emitters were dry-run");
+    let stubs = std::fs::read_to_string(m.join("hailfire.d.lua")).unwrap();
+    assert!(
+        stubs.starts_with("---@meta") && stubs.contains("---@class (exact) hf.Shot") && stubs.contains("---@param")
+    );
+    assert!(std::fs::read_to_string(m.join(".luarc.json")).unwrap().contains("hailfire.d.lua"));
+    // The game loads it too: its dungeon exists next to the base game's.
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m.clone())]);
+    assert!(c.defs.dungeons.contains_key("first_mod_arena") && c.errors().next().is_none());
+    // An existing folder is never overwritten; bad ids are refused with the rule.
+    std::fs::write(m.join("mod.toml"), "mine").unwrap();
+    let e = hailfire::content::scaffold::new_mod(d.path(), "first_mod").unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(std::fs::read_to_string(m.join("mod.toml")).unwrap(), "mine");
+    for bad in ["", "Caps", "9lives", "has-dash", "base"] {
+        assert!(hailfire::content::scaffold::new_mod(d.path(), bad).is_err(), "'{bad}' accepted");
+    }
+    // `mods stubs` refreshes the editor files.
+    std::fs::write(m.join("hailfire.d.lua"), "old").unwrap();
+    hailfire::content::scaffold::write_stubs(&m).unwrap();
+    assert!(std::fs::read_to_string(m.join("hailfire.d.lua")).unwrap().starts_with("---@meta"));
+}

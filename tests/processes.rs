@@ -365,3 +365,20 @@ fn a_bot_far_from_the_server_fights_45_seconds_without_rubber_banding() {
     assert_eq!(number_after(&out, ", snaps "), 0.0, "no rubber-banding: {out}");
     assert!(number_after(&out, "px, max ") < 24.0, "{out}");
 }
+
+#[test]
+fn mods_new_then_mods_check_passes_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hf(dir.path()).args(["mods", "new", "first_mod", "--dir"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = dir.path().join("first_mod");
+    let out = hf(dir.path()).args(["mods", "check"]).arg(&m).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("0 error(s)") && text.contains("first_mod"), "{text}");
+    // A second `mods new` with the same id refuses, non-zero, and says why.
+    let out = hf(dir.path()).args(["mods", "new", "first_mod", "--dir"]).arg(dir.path()).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    // `mods stubs` writes the editor files into a folder.
+    let out = hf(dir.path()).args(["mods", "stubs"]).arg(&m).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("hailfire.d.lua"));
+}

@@ -9,6 +9,7 @@ pub mod loader;
 pub mod lua;
 pub mod manifest;
 pub mod sample;
+pub mod scaffold;
 pub mod toml_doc;
 pub mod validate;
 

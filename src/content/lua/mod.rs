@@ -617,8 +617,14 @@ mod tests {
             assert!(stubs.contains(&format!("\nfunction {}(", f.name)), "no stub for {}", f.name);
         }
         for f in spec::SHOT_FIELDS.iter().chain(spec::RING_FIELDS).chain(spec::FAN_FIELDS) {
-            assert!(stubs.contains(&format!("---@field {}? ", f.name)), "no stub field {}", f.name);
+            assert!(
+                stubs.contains(&format!("---@field {} ", f.name)) || stubs.contains(&format!("---@field {}? ", f.name)),
+                "no stub field {}",
+                f.name
+            );
         }
         assert!(stubs.starts_with("---@meta"));
+        // The definitions file is valid Lua (lua-language-server reads it as such).
+        Lua::new().load(&stubs).into_function().expect("the stubs parse as Lua");
     }
 }

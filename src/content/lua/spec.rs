@@ -236,15 +236,17 @@ pub fn suggest<'a>(got: &str, known: impl Iterator<Item = &'a str>) -> Option<&'
     }
     known
         .map(|k| (dist(got, k), k))
-        .filter(|(d, k)| *d <= (k.len().max(got.len()) / 3).max(1))
+        .filter(|(d, k)| *d <= if k.len() <= 3 { 1 } else { (k.len().max(got.len()) / 3).max(2) })
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
 }
 
 fn class(out: &mut String, name: &str, doc: &str, fields: &[&[Field]]) {
-    out.push_str(&format!("---{doc}\n---@class {name}\n"));
+    // `(exact)`: the editor flags a field the class does not declare (a misspelling).
+    out.push_str(&format!("---{doc}\n---@class (exact) {name}\n"));
     for f in fields.iter().copied().flatten() {
-        out.push_str(&format!("---@field {}? {} {}\n", f.name, f.ty, f.doc));
+        let opt = if f.doc.contains("(required)") { "" } else { "?" };
+        out.push_str(&format!("---@field {}{opt} {} {}\n", f.name, f.ty, f.doc));
     }
     out.push('\n');
 }
