@@ -96,9 +96,8 @@ pub fn new_mod(parent: &Path, id: &str) -> Result<PathBuf, String> {
     )?;
     write(
         &format!("emitters/{id}_boss_rings.lua"),
-        format!(
-            "-- Phase 1: rotating rings. A ring is one small network event whatever its size.\nlocal a = 0\nwhile true do\n  ring{{n = 18, angle = a, speed = 2.2, kind = \"orb\"}}\n  a = a + 7\n  wait(24)\nend\n"
-        ),
+        "-- Phase 1: rotating rings of the base game's orbs (any loaded mod's kinds work).\n-- A ring is one small network event whatever its size.\nlocal a = 0\nwhile true do\n  ring{n = 18, angle = a, speed = 2.2, kind = \"orb\"}\n  a = a + 7\n  wait(24)\nend\n"
+            .to_string(),
     )?;
     write(
         &format!("emitters/{id}_boss_spiral.lua"),
