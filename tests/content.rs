@@ -527,7 +527,7 @@ fn a_misspelt_firing_field_or_aim_target_is_an_error_at_its_line_with_a_hint() {
 fn mods_new_makes_a_mod_that_passes_the_checker_and_carries_editor_files() {
     let d = tempfile::tempdir().unwrap();
     let m = hailfire::content::scaffold::new_mod(d.path(), "first_mod").unwrap();
-    let r = validate::check(&[m.clone()]);
+    let r = validate::check(std::slice::from_ref(&m));
     let errs: Vec<String> = r.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(r.errors(), 0, "{}", errs.join("\n"));
     assert!(r.mods.iter().any(|x| x.id == "first_mod" && x.loaded));
