@@ -121,6 +121,31 @@ enum Command {
         #[arg(long)]
         accept_new_key: bool,
     },
+    /// Run one boss (or enemy) of a mod in its arena against dummy players and write the
+    /// last frame to a PNG, offscreen (no window needed). Exits non-zero, with the errors
+    /// (file:line), when the mod does not load.
+    Preview {
+        /// The mod's folder.
+        path: PathBuf,
+        #[arg(long, conflicts_with = "enemy")]
+        boss: Option<String>,
+        #[arg(long)]
+        enemy: Option<String>,
+        /// Hold this boss phase (from 1).
+        #[arg(long)]
+        phase: Option<usize>,
+        #[arg(long, default_value_t = 1)]
+        players: usize,
+        #[arg(long, default_value_t = 300)]
+        ticks: u32,
+        /// Where to write the frame (required: the windowed preview is not built yet).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 720)]
+        height: u32,
+    },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
         /// bullets, boss_hud or death.
@@ -284,6 +309,9 @@ fn main() -> ExitCode {
         },
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
+        Some(Command::Preview { path, boss, enemy, phase, players, ticks, out, width, height }) => {
+            preview(&path, boss, enemy, phase, players, ticks, out, (width, height))
+        }
         None => {
             hailfire::logging::init(Some("game"));
             let opts = hailfire::app::AppOptions {
@@ -379,6 +407,75 @@ fn render(scene: &str, out: &std::path::Path, size: (u32, u32)) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hailfire render: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn preview(
+    path: &std::path::Path,
+    boss: Option<String>,
+    enemy: Option<String>,
+    phase: Option<usize>,
+    players: usize,
+    ticks: u32,
+    out: Option<PathBuf>,
+    size: (u32, u32),
+) -> ExitCode {
+    use hailfire::content::preview::{Preview, Target};
+    let target = match (boss, enemy) {
+        (Some(b), _) => Target::Boss(b),
+        (None, Some(e)) => Target::Enemy(e),
+        (None, None) => {
+            eprintln!("hailfire preview: say what to show: --boss ID or --enemy ID");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(out) = out else {
+        eprintln!("hailfire preview: the windowed preview is not built yet; write a frame with --out FILE.png");
+        return ExitCode::from(2);
+    };
+    if phase == Some(0) {
+        eprintln!("hailfire preview: --phase counts from 1");
+        return ExitCode::from(2);
+    }
+    let mut p = match Preview::load(path, target, phase.map(|p| p - 1), players.clamp(1, 16)) {
+        Ok(p) => p,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            eprintln!("hailfire preview: {} does not load (see above)", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..ticks {
+        p.step();
+    }
+    let sim_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let run = || -> anyhow::Result<String> {
+        let gpu = hailfire::app::render::Gpu::headless()?;
+        let rgba = hailfire::app::preview::render(&gpu, &p, size)?;
+        hailfire::app::render::write_png(&out, size, &rgba)?;
+        Ok(gpu.adapter_name())
+    };
+    match run() {
+        Ok(adapter) => {
+            println!(
+                "wrote {} ({}x{}, {adapter}) after {ticks} ticks ({sim_ms:.0} ms): {} bullets, {} enemies{}",
+                out.display(),
+                size.0,
+                size.1,
+                p.inst.bullets.len(),
+                p.inst.enemies.len(),
+                p.inst.boss.as_ref().map_or(String::new(), |b| format!(", boss in phase {}", b.phase + 1))
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hailfire preview: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -76,3 +76,43 @@ fn a_different_scene_does_not_match_the_golden() {
         .count();
     assert!(bad as f64 / (SIZE.0 * SIZE.1) as f64 > MAX_DIFFERING);
 }
+
+#[test]
+fn preview_renders_a_boss_this_repository_has_never_seen_headless() {
+    // A fresh mod from `mods new` (its boss exists nowhere in this repository), run by the
+    // real binary, offscreen on the software rasteriser.
+    let dir = tempfile::tempdir().unwrap();
+    let m = hailfire::content::scaffold::new_mod(dir.path(), "fresh").unwrap();
+    let png = dir.path().join("p.png");
+    let exe = env!("CARGO_BIN_EXE_hailfire");
+    let run = |extra: &[&str], out: &Path| {
+        std::process::Command::new(exe)
+            .arg("preview")
+            .arg(&m)
+            .args(extra)
+            .args(["--width", "640", "--height", "360", "--out"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--boss", "fresh_boss", "--ticks", "600"], &png);
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (size, rgba) = read_png(&png).unwrap();
+    assert_eq!(size, (640, 360));
+    // Bullets are bright and many: count lit pixels well inside the arena (below the HUD).
+    let lit = rgba.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 450).count();
+    assert!(lit > 400, "the frame shows the fight ({lit} bright pixels)");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("boss in phase 1") && !said.contains(" 0 bullets"), "{said}");
+    // The second phase on request.
+    let out = run(&["--boss", "fresh_boss", "--phase", "2", "--ticks", "120"], &png);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("boss in phase 2"));
+    // A mod that no longer loads: non-zero, the error at its file and line, no image.
+    std::fs::write(m.join("emitters/fresh_boss_rings.lua"), "while true do\n  ring{n = 3\nend\n").unwrap();
+    let broken = dir.path().join("broken.png");
+    let out = run(&["--boss", "fresh_boss"], &broken);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a broken mod must fail");
+    assert!(err.contains("fresh_boss_rings.lua:"), "the error names the file and line: {err}");
+    assert!(!broken.exists());
+}

@@ -3,6 +3,7 @@
 
 pub mod audio;
 pub mod input;
+pub mod preview;
 pub mod render;
 pub mod scenes;
 pub mod session;

@@ -8,6 +8,7 @@ pub mod diag;
 pub mod loader;
 pub mod lua;
 pub mod manifest;
+pub mod preview;
 pub mod sample;
 pub mod scaffold;
 pub mod toml_doc;

@@ -190,6 +190,11 @@ impl Instance {
     }
 
     /// Skips the waves and brings the boss in now (benchmarks, tests, the validator).
+    /// No more waves in this instance (a preview of one owner).
+    pub fn skip_waves(&mut self) {
+        self.next_wave = usize::MAX;
+    }
+
     pub fn start_boss(&mut self, defs: &Defs, tick: Tick, events: &mut Vec<SimEvent>) {
         if !self.boss_spawned {
             self.next_wave = usize::MAX;

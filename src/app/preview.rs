@@ -1,0 +1,90 @@
+//! Draws a `content::preview::Preview` offscreen (the headless `hailfire preview --out`).
+
+use crate::app::render::{self, Camera, Gpu, Renderer};
+use crate::app::scenes::egui_frame;
+use crate::app::ui::hud::{self, HudState};
+use crate::content::preview::{Preview, Target};
+use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer};
+use crate::sim::ClientDefs;
+
+use super::render::scene;
+
+/// The preview's current frame as RGBA8 pixels at `size`, with the boss bar (name, phase,
+/// HP) and a line saying what is shown.
+pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    let defs = &p.content.defs;
+    let i = &p.inst;
+    let looks = ClientDefs::from_defs(defs);
+    let palette = scene::Palette::new(&looks);
+    let enemy_index: Vec<&String> = defs.enemies.keys().collect();
+    let players: Vec<SnapPlayer> = i
+        .players
+        .iter()
+        .map(|pl| SnapPlayer { id: pl.id, pos: pl.pos, hp: pl.hp.clamp(0, 255) as u8, flags: 0, escape: 0, aim: 192 })
+        .collect();
+    let enemies: Vec<SnapEnemy> = i
+        .enemies
+        .iter()
+        .map(|e| SnapEnemy {
+            id: e.id,
+            def: enemy_index.iter().position(|k| **k == e.def).unwrap_or(0) as u16,
+            pos: e.pos,
+            hp: e.hp.max(0) as u32,
+        })
+        .collect();
+    let boss = i.boss.as_ref().map(|b| SnapBoss {
+        def: defs.bosses.keys().position(|k| *k == b.def).unwrap_or(0) as u16,
+        pos: b.pos,
+        hp: b.hp.max(0) as u32,
+        max_hp: b.max_hp.max(1) as u32,
+        phase: b.phase as u8,
+    });
+    let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
+    let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
+    let view = scene::WorldView {
+        arena: i.arena,
+        bullets: &i.bullets,
+        alpha: 0.0,
+        players: &players,
+        own_id: None,
+        own_pos: None,
+        own_aim: None,
+        enemies: &enemies,
+        enemy_radius: &enemy_r,
+        boss,
+        boss_radius: &boss_r,
+        portals: &[],
+        portal_radius: looks.hub.portal_radius,
+    };
+    let mut sprites = Vec::new();
+    scene::build(&view, &palette, &mut sprites);
+    let cam = Camera::fit(i.arena, size, 0.0);
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    let what = match &p.target {
+        Target::Boss(b) => format!("preview: boss {b}"),
+        Target::Enemy(e) => format!("preview: enemy {e}"),
+    };
+    let hud = HudState {
+        hp: 100,
+        max_hp: 100,
+        dead: false,
+        lockout_left: 0.0,
+        escape: 0.0,
+        in_dungeon: true,
+        place: format!("{what}, tick {}, {} bullets", p.tick, i.bullets.len()),
+        boss: i.boss.as_ref().map(|b| {
+            let d = &defs.bosses[&b.def];
+            (d.name.clone(), d.phases[b.phase].name.clone(), b.hp as f32 / b.max_hp.max(1) as f32)
+        }),
+        roster: Vec::new(),
+        net: None,
+        portals: Vec::new(),
+        banner: None,
+        hint: None,
+    };
+    let ctx = egui::Context::default();
+    let mut ui = egui_frame(&ctx, size, |ctx| {
+        hud::draw(ctx, &hud);
+    });
+    render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, Some(&mut ui))
+}
