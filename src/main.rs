@@ -186,6 +186,9 @@ enum ModsAction {
         /// Ticks of dry run for each emitter, each dungeon's waves and each boss phase.
         #[arg(long, default_value_t = hailfire::content::validate::DRY_RUN_TICKS)]
         ticks: u32,
+        /// Also show what the scripts wrote with log() during the dry run.
+        #[arg(long)]
+        verbose: bool,
     },
     /// List what the game would load.
     List,
@@ -257,7 +260,9 @@ fn main() -> ExitCode {
             };
             bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security)
         }
-        Some(Command::Mods { action: ModsAction::Check { paths, ticks } }) => mods_check(&paths, ticks),
+        Some(Command::Mods { action: ModsAction::Check { paths, ticks, verbose } }) => {
+            mods_check(&paths, ticks, verbose)
+        }
         Some(Command::Mods { action: ModsAction::New { id, dir } }) => {
             match hailfire::content::scaffold::new_mod(&dir, &id) {
                 Ok(path) => {
@@ -481,8 +486,13 @@ fn preview(
     }
 }
 
-fn mods_check(paths: &[PathBuf], ticks: u32) -> ExitCode {
+fn mods_check(paths: &[PathBuf], ticks: u32, verbose: bool) -> ExitCode {
     let report = hailfire::content::validate::check_with(paths, ticks);
+    if verbose {
+        for l in &report.logs {
+            println!("log: {l}");
+        }
+    }
     for d in &report.diagnostics {
         println!("{d}");
     }

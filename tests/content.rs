@@ -553,3 +553,111 @@ fn mods_new_makes_a_mod_that_passes_the_checker_and_carries_editor_files() {
     hailfire::content::scaffold::write_stubs(&m).unwrap();
     assert!(std::fs::read_to_string(m.join("hailfire.d.lua")).unwrap().starts_with("---@meta"));
 }
+
+/// A fresh `mods new` mod in a temporary folder, with `edit` applied to its files.
+fn scaffolded(edit: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let m = hailfire::content::scaffold::new_mod(d.path(), "fm").unwrap();
+    edit(&m);
+    (d, m)
+}
+
+fn append(p: &Path, text: &str) {
+    let mut s = std::fs::read_to_string(p).unwrap();
+    s.push_str(text);
+    std::fs::write(p, s).unwrap();
+}
+
+fn all_diags(dir: &Path) -> Vec<String> {
+    validate::check(&[dir.to_path_buf()]).diagnostics.iter().map(|d| d.to_string()).collect()
+}
+
+#[test]
+fn errors_in_a_later_phase_or_wave_point_at_that_table() {
+    let (_d, m) = scaffolded(|m| {
+        append(
+            &m.join("bosses.toml"),
+            "\n[[fm_boss.phases]]\nname = \"Third\"\nhp_threshold = 0.7\nemitters = [\"fm_boss_rings\"]\n",
+        );
+        append(
+            &m.join("dungeons.toml"),
+            "\n[[fm_arena.waves]]\ndelay = 30\nspawns = [{ enemy = \"nobody\", x = 10.0, y = 10.0 }]\n",
+        );
+    });
+    let bosses = std::fs::read_to_string(m.join("bosses.toml")).unwrap();
+    let third = bosses.lines().position(|l| l.contains("name = \"Third\"")).unwrap(); // 0-based: the header's line
+    let dungeons = std::fs::read_to_string(m.join("dungeons.toml")).unwrap();
+    let wave2 =
+        dungeons.lines().collect::<Vec<_>>().iter().rposition(|l| l.starts_with("[[fm_arena.waves]]")).unwrap() + 1;
+    assert_error(&m, &format!("bosses.toml:{third}:"), "phase 3 'Third': phases must be ordered");
+    assert_error(&m, &format!("dungeons.toml:{wave2}:"), "wave 2: enemy 'nobody' does not exist");
+}
+
+#[test]
+fn one_root_error_gives_one_message() {
+    // A syntax error in an emitter: not also "emitter does not exist" for its enemy.
+    let (_d, m) =
+        scaffolded(|m| std::fs::write(m.join("emitters/fm_sentry_fan.lua"), "wait(1)\nlocal x = = 1\n").unwrap());
+    let diags = all_diags(&m);
+    assert!(diags.iter().any(|d| d.contains("fm_sentry_fan.lua:2") && d.contains("Lua syntax")), "{diags:#?}");
+    assert!(!diags.iter().any(|d| d.contains("does not exist")), "no cascade: {diags:#?}");
+    // A misspelt field in a boss: one error with a hint, not "boss does not exist" for its
+    // dungeon nor "emitter not used" for its emitters.
+    let (_d, m) = scaffolded(|m| {
+        let p = m.join("bosses.toml");
+        let s = std::fs::read_to_string(&p).unwrap().replace("hp = 1800", "hpp = 1800");
+        std::fs::write(p, s).unwrap();
+    });
+    let diags = all_diags(&m);
+    assert_eq!(diags.len(), 1, "exactly one message: {diags:#?}");
+    assert!(diags[0].contains("unknown field `hpp`") && diags[0].contains("did you mean `hp`?"), "{}", diags[0]);
+}
+
+#[test]
+fn unknown_sounds_are_errors_at_their_line_and_the_list_is_documented() {
+    let d = mod_with_script("wait(1)\nsfx(\"shotgun\")\nsfx(\"shotgn\")\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "unknown sound 'shotgn' (did you mean 'shotgun'?");
+    let doc = std::fs::read_to_string(repo("docs/MODDING.md")).unwrap();
+    for s in hailfire::content::lua::spec::SOUNDS {
+        assert!(doc.contains(&format!("`{s}`")), "docs/MODDING.md lists the sound {s}");
+    }
+}
+
+#[test]
+fn redefining_another_mods_id_is_a_warning_naming_both_places() {
+    let (_d, m) = scaffolded(|m| {
+        append(&m.join("bullets.toml"), "\n[orb]\nradius = 3.0\ncolor = \"#ffffff\"\nshape = \"orb\"\ndamage = 1\n")
+    });
+    let r = validate::check(std::slice::from_ref(&m));
+    assert_eq!(r.errors(), 0);
+    let w: Vec<String> = r.diagnostics.iter().filter(|d| !d.is_error()).map(|d| d.to_string()).collect();
+    assert!(
+        w.iter().any(|d| d.contains("bullet kind 'orb' is defined again")
+            && d.contains("fm/bullets.toml:")
+            && d.contains("content/bullets.toml:")),
+        "{w:#?}"
+    );
+}
+
+#[test]
+fn the_dry_run_holds_every_boss_phase_and_shows_the_logs() {
+    let (_d, m) = scaffolded(|m| {
+        for (f, phase) in [("fm_boss_rings", 1), ("fm_boss_spiral", 2)] {
+            let p = m.join(format!("emitters/{f}.lua"));
+            let s = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(p, format!("log(\"phase {phase} ran, me().phase = \" .. me().phase)\n{s}")).unwrap();
+        }
+        // A third phase whose emitter fails at once: the dry run must get there to see it.
+        append(
+            &m.join("bosses.toml"),
+            "\n[[fm_boss.phases]]\nname = \"Last\"\nhp_threshold = 0.1\nemitters = [\"fm_last\"]\n",
+        );
+        std::fs::write(m.join("emitters/fm_last.lua"), "wait(5)\nshot{kind = \"no_such_kind\"}\n").unwrap();
+    });
+    let r = validate::check(std::slice::from_ref(&m));
+    assert!(r.logs.iter().any(|l| l.contains("phase 1 ran, me().phase = 1")), "{:?}", r.logs);
+    assert!(r.logs.iter().any(|l| l.contains("phase 2 ran, me().phase = 2")), "{:?}", r.logs);
+    let errs: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
+    assert!(errs.iter().any(|e| e.contains("fm_last.lua:2") && e.contains("unknown bullet kind")), "{errs:#?}");
+    assert!(!errs.iter().any(|e| e.contains("could not be held")), "{errs:#?}");
+}

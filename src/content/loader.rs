@@ -34,6 +34,9 @@ pub struct ParsedMod {
     pub emitters: Vec<EmitterSource>,
     /// file name (`enemies.toml`) -> document, for locating references.
     pub docs: HashMap<String, TomlDoc>,
+    /// Ids of entries and emitters this mod has but that failed to parse (their error is
+    /// already reported): a reference to one is not reported again as "does not exist".
+    pub broken: std::collections::BTreeSet<String>,
     pub ok: bool,
 }
 
@@ -43,6 +46,14 @@ impl ParsedMod {
     }
     fn loc(&self, file: &str, entry: &str, field: &str) -> Option<(usize, usize)> {
         self.docs.get(file).and_then(|d| d.loc(entry, field))
+    }
+
+    /// Where this mod defines `id` in `file` (for "defined again" warnings).
+    pub fn place_of(&self, file: &str, id: &str) -> String {
+        match self.loc(file, id, "") {
+            Some((l, _)) => format!("{}:{l}", self.file(file)),
+            None => self.file(file),
+        }
     }
 }
 
@@ -110,6 +121,9 @@ impl ModFiles {
 pub fn display_path(p: &Path) -> String {
     let cwd = std::env::current_dir().ok();
     let rel = cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()).unwrap_or(p);
+    if rel.as_os_str().is_empty() {
+        return ".".to_string(); // the current folder itself
+    }
     rel.to_string_lossy().replace('\\', "/")
 }
 
@@ -295,6 +309,7 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         }
     }
     let mut emitters = Vec::new();
+    let mut broken = std::collections::BTreeSet::new();
     let edir = dir.join("emitters");
     if let Ok(rd) = std::fs::read_dir(&edir) {
         let mut scripts: Vec<PathBuf> =
@@ -335,6 +350,8 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
                     let src = EmitterSource { id: stem, mod_id: id.clone(), path, source: text };
                     if syntax_check(&src, diags) {
                         emitters.push(src);
+                    } else {
+                        broken.insert(src.id);
                     }
                 }
                 Ok(None) => {}
@@ -343,7 +360,20 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         }
     }
     let ok = !diags[before..].iter().any(|d| d.is_error());
-    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, hub, emitters, docs, ok })
+    // Entries present in a file but not parsed had an error each, already reported.
+    let parsed_ids: Vec<&str> = bullets
+        .iter()
+        .map(|b| b.id.as_str())
+        .chain(enemies.iter().map(|e| e.id.as_str()))
+        .chain(bosses.iter().map(|b| b.id.as_str()))
+        .chain(dungeons.iter().map(|d| d.id.as_str()))
+        .collect();
+    for f in ["bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml"] {
+        if let Some(doc) = docs.get(f) {
+            broken.extend(doc.keys.iter().filter(|k| !parsed_ids.contains(&k.as_str())).cloned());
+        }
+    }
+    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, hub, emitters, docs, broken, ok })
 }
 
 /// Refuses mods with missing or incompatible dependencies, unsupported game versions or
@@ -429,6 +459,47 @@ pub fn order(mods: Vec<ParsedMod>, diags: &mut Vec<Diagnostic>) -> Vec<ParsedMod
 }
 
 /// Merges mods in order; a later mod's definition with the same id replaces the earlier one.
+/// A warning for every id that a later mod defines again (bullet kinds, enemies, bosses,
+/// dungeons, emitters), naming both places: the later definition wins, which a modder
+/// should know they did.
+pub fn redefinitions(mods: &[ParsedMod]) -> Vec<Diagnostic> {
+    let mut seen: HashMap<(&str, String), (String, String)> = HashMap::new();
+    let mut out = Vec::new();
+    for m in mods {
+        let mid = m.manifest.id.as_str();
+        let mut entries: Vec<(&str, &str, String, String)> = Vec::new();
+        for b in &m.bullets {
+            entries.push(("bullet kind", "bullets.toml", b.id.clone(), m.place_of("bullets.toml", &b.id)));
+        }
+        for e in &m.enemies {
+            entries.push(("enemy", "enemies.toml", e.id.clone(), m.place_of("enemies.toml", &e.id)));
+        }
+        for b in &m.bosses {
+            entries.push(("boss", "bosses.toml", b.id.clone(), m.place_of("bosses.toml", &b.id)));
+        }
+        for d in &m.dungeons {
+            entries.push(("dungeon", "dungeons.toml", d.id.clone(), m.place_of("dungeons.toml", &d.id)));
+        }
+        for e in &m.emitters {
+            entries.push(("emitter", "", e.id.clone(), e.path.clone()));
+        }
+        for (kind, _, id, place) in entries {
+            match seen.get(&(kind, id.clone())) {
+                Some((other, other_place)) if other != mid => out.push(Diagnostic::warning(
+                    Some(mid),
+                    Some(&place),
+                    format!(
+                        "{kind} '{id}' is defined again here, over mod '{other}' ({other_place}): the later definition wins. If you did not mean to replace it, prefix your ids with your mod's ('{mid}_{id}')"
+                    ),
+                )),
+                _ => {}
+            }
+            seen.insert((kind, id), (mid.to_string(), place));
+        }
+    }
+    out
+}
+
 pub fn merge(mods: &[ParsedMod]) -> (Defs, BTreeMap<String, EmitterSource>) {
     let mut defs = Defs::default();
     let mut emitters = BTreeMap::new();
@@ -472,10 +543,13 @@ pub fn check_refs(
     m: &ParsedMod,
     defs: &Defs,
     emitters: &BTreeMap<String, EmitterSource>,
+    broken: &std::collections::BTreeSet<String>,
     diags: &mut Vec<Diagnostic>,
 ) -> usize {
     let before = diags.len();
     let id = m.manifest.id.as_str();
+    // A reference to something whose own error was reported is not reported again.
+    let emitter_ok = |em: &str| emitters.contains_key(em) || broken.contains(em);
     let mut err = |file: &str, entry: &str, field: &str, msg: String| {
         diags.push(Diagnostic::error(Some(id), Some(&m.file(file)), msg).at(m.loc(file, entry, field)));
     };
@@ -509,7 +583,7 @@ pub fn check_refs(
             err(f, &e.id, "color", format!("enemy '{}': color must look like \"#ff8040\"", e.id));
         }
         for em in &e.emitters {
-            if !emitters.contains_key(em) {
+            if !emitter_ok(em) {
                 err(
                     f,
                     &e.id,
@@ -544,18 +618,23 @@ pub fn check_refs(
                 err(
                     f,
                     &b.id,
-                    "phases",
+                    &format!("phases#{i}"),
                     format!("boss '{}' phase {n} '{}': the first phase must have hp_threshold = 1.0", b.id, p.name),
                 );
             }
             if !(p.hp_threshold > 0.0 && p.hp_threshold <= 1.0) {
-                err(f, &b.id, "phases", format!("boss '{}' phase {n}: hp_threshold must be in (0, 1]", b.id));
+                err(
+                    f,
+                    &b.id,
+                    &format!("phases#{i}"),
+                    format!("boss '{}' phase {n}: hp_threshold must be in (0, 1]", b.id),
+                );
             }
             if i > 0 && p.hp_threshold >= b.phases[i - 1].hp_threshold {
                 err(
                     f,
                     &b.id,
-                    "phases",
+                    &format!("phases#{i}"),
                     format!(
                         "boss '{}' phase {n} '{}': phases must be ordered by strictly decreasing hp_threshold",
                         b.id, p.name
@@ -563,14 +642,24 @@ pub fn check_refs(
                 );
             }
             if !(p.damage_taken_mult.is_finite() && p.damage_taken_mult >= 0.0 && p.damage_taken_mult <= 100.0) {
-                err(f, &b.id, "phases", format!("boss '{}' phase {n}: damage_taken_mult must be in [0, 100]", b.id));
+                err(
+                    f,
+                    &b.id,
+                    &format!("phases#{i}"),
+                    format!("boss '{}' phase {n}: damage_taken_mult must be in [0, 100]", b.id),
+                );
             }
             if p.emitters.is_empty() {
-                err(f, &b.id, "phases", format!("boss '{}' phase {n} '{}' has no emitter", b.id, p.name));
+                err(f, &b.id, &format!("phases#{i}"), format!("boss '{}' phase {n} '{}' has no emitter", b.id, p.name));
             }
             for em in &p.emitters {
-                if !emitters.contains_key(em) {
-                    err(f, &b.id, "phases", format!("boss '{}' phase {n}: emitter '{em}' does not exist", b.id));
+                if !emitter_ok(em) {
+                    err(
+                        f,
+                        &b.id,
+                        &format!("phases#{i}"),
+                        format!("boss '{}' phase {n}: emitter '{em}' does not exist", b.id),
+                    );
                 }
             }
         }
@@ -587,7 +676,7 @@ pub fn check_refs(
         if !inside(d.boss_pos, d.arena) {
             err(f, &d.id, "boss_pos", format!("dungeon '{}': boss_pos is outside the arena", d.id));
         }
-        if !defs.bosses.contains_key(&d.boss) {
+        if !defs.bosses.contains_key(&d.boss) && !broken.contains(&d.boss) {
             err(f, &d.id, "boss", format!("dungeon '{}': boss '{}' does not exist", d.id, d.boss));
         }
         let fits = |r: f32| 2.0 * r <= w.min(h);
@@ -614,22 +703,27 @@ pub fn check_refs(
         }
         for (wi, wave) in d.waves.iter().enumerate() {
             for s in &wave.spawns {
-                if !defs.enemies.contains_key(&s.enemy) {
+                if !defs.enemies.contains_key(&s.enemy) && !broken.contains(&s.enemy) {
                     err(
                         f,
                         &d.id,
-                        "waves",
+                        &format!("waves#{wi}"),
                         format!("dungeon '{}' wave {}: enemy '{}' does not exist", d.id, wi + 1, s.enemy),
                     );
                 }
                 if s.count > 64 {
-                    err(f, &d.id, "waves", format!("dungeon '{}' wave {}: count must be at most 64", d.id, wi + 1));
+                    err(
+                        f,
+                        &d.id,
+                        &format!("waves#{wi}"),
+                        format!("dungeon '{}' wave {}: count must be at most 64", d.id, wi + 1),
+                    );
                 }
                 if !inside([s.x, s.y], d.arena) {
                     err(
                         f,
                         &d.id,
-                        "waves",
+                        &format!("waves#{wi}"),
                         format!("dungeon '{}' wave {}: spawn x/y must be numbers inside the arena", d.id, wi + 1),
                     );
                 }
@@ -637,7 +731,7 @@ pub fn check_refs(
                     err(
                         f,
                         &d.id,
-                        "waves",
+                        &format!("waves#{wi}"),
                         format!("dungeon '{}' wave {}: spacing must be a number within 8192 px", d.id, wi + 1),
                     );
                 }
@@ -645,7 +739,7 @@ pub fn check_refs(
                     err(
                         f,
                         &d.id,
-                        "waves",
+                        &format!("waves#{wi}"),
                         format!(
                             "dungeon '{}' wave {}: enemy '{}' (radius {}) does not fit in the {w}x{h} arena",
                             d.id,

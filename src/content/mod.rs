@@ -47,6 +47,8 @@ pub struct Content {
     /// Why players' games would refuse this content's client-side part (the validator
     /// they run on what they receive), found once at load; None when they would accept it.
     pub client_refusal: Option<String>,
+    /// Per mod, the ids of entries and emitters that failed to parse (each with its error).
+    pub broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 impl Content {
@@ -134,6 +136,9 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
     let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
     let is_off = |id: &str| id != "base" && disabled.iter().any(|d| d == id);
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
+    let broken_ids: std::collections::BTreeSet<String> = parsed.iter().flat_map(|m| m.broken.iter().cloned()).collect();
+    let broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>> =
+        parsed.iter().filter(|m| !m.broken.is_empty()).map(|m| (m.manifest.id.clone(), m.broken.clone())).collect();
     if lenient {
         parsed.iter_mut().for_each(|m| m.ok = true);
     }
@@ -150,12 +155,14 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
         .collect();
     parsed.retain(|m| !is_off(&m.manifest.id));
     let mut mods: Vec<_> = loader::order(parsed, &mut diags).into_iter().filter(|m| m.ok).collect();
+    diags.extend(loader::redefinitions(&mods));
     // Check references against the merged set; refuse offenders and merge again until stable.
     let (defs, emitters) = loop {
         let (defs, emitters) = loader::merge(&mods);
         let mut scratch = Vec::new();
-        let bad: Vec<usize> =
-            (0..mods.len()).filter(|&i| loader::check_refs(&mods[i], &defs, &emitters, &mut scratch) > 0).collect();
+        let bad: Vec<usize> = (0..mods.len())
+            .filter(|&i| loader::check_refs(&mods[i], &defs, &emitters, &broken_ids, &mut scratch) > 0)
+            .collect();
         if bad.is_empty() {
             break (defs, emitters);
         }
@@ -200,7 +207,14 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
         diags.push(Diagnostic::error(None, None, format!("players' games would refuse this content: {e}")));
     }
     dedup(&mut diags);
-    Content { defs: Arc::new(defs), emitters: Arc::new(emitters), mods: summaries, diagnostics: diags, client_refusal }
+    Content {
+        defs: Arc::new(defs),
+        emitters: Arc::new(emitters),
+        mods: summaries,
+        diagnostics: diags,
+        client_refusal,
+        broken_by_mod,
+    }
 }
 
 fn dedup(d: &mut Vec<Diagnostic>) {

@@ -37,8 +37,16 @@ impl TomlDoc {
             let key = k.get_ref().to_string();
             locs.insert((key.clone(), String::new()), index.line_col(k.span().start));
             if let Some(t) = v.get_ref().as_table() {
-                for (fk, _) in t.iter() {
-                    locs.insert((key.clone(), fk.get_ref().to_string()), index.line_col(fk.span().start));
+                for (fk, fv) in t.iter() {
+                    let field = fk.get_ref().to_string();
+                    // Each element of an array (each `[[boss.phases]]`, each wave) has its
+                    // own place: "phases#1" is the second phase.
+                    if let Some(a) = fv.get_ref().as_array() {
+                        for (i, el) in a.iter().enumerate() {
+                            locs.insert((key.clone(), format!("{field}#{i}")), index.line_col(el.span().start));
+                        }
+                    }
+                    locs.insert((key.clone(), field), index.line_col(fk.span().start));
                 }
             }
             keys.push(key);
@@ -48,9 +56,13 @@ impl TomlDoc {
         Some(TomlDoc { file: file.to_string(), text, locs, keys })
     }
 
+    /// Where `field` of `entry` is (`field#n`: its n-th element, from 0), falling back to
+    /// the field, then to the entry.
     pub fn loc(&self, entry: &str, field: &str) -> Option<(usize, usize)> {
+        let whole = field.split('#').next().unwrap_or(field);
         self.locs
             .get(&(entry.to_string(), field.to_string()))
+            .or_else(|| self.locs.get(&(entry.to_string(), whole.to_string())))
             .or_else(|| self.locs.get(&(entry.to_string(), String::new())))
             .copied()
     }
@@ -95,6 +107,9 @@ impl TomlDoc {
             Err(e) => {
                 let pos = e.span().map(|s| line_col(&self.text, s.start)).or_else(|| self.loc(key, ""));
                 let mut msg = format!("'{key}': {}", e.message().trim());
+                if let Some(hint) = did_you_mean(&msg) {
+                    msg.push_str(&hint);
+                }
                 if msg.contains("contact_damage") {
                     msg.push_str(" (there is no contact damage in Hailfire: every threat must be a bullet)");
                 }
@@ -164,4 +179,14 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for Pick<'_, T> {
         }
         Ok(out)
     }
+}
+
+/// " (did you mean `x`?)" for serde's "unknown field `y`, expected one of `a`, `b`".
+fn did_you_mean(msg: &str) -> Option<String> {
+    let rest = msg.split("unknown field `").nth(1)?;
+    let (got, rest) = rest.split_once('`')?;
+    let expected = rest.split("expected").nth(1)?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let s = crate::content::lua::spec::suggest(got, known.iter().copied())?;
+    Some(format!(" (did you mean `{s}`?)"))
 }

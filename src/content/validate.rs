@@ -17,6 +17,8 @@ pub const DRY_RUN_TICKS: u32 = 300;
 
 pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
+    /// What the scripts wrote with `log()` during the dry run (`mods check --verbose`).
+    pub logs: Vec<String>,
     pub mods: Vec<super::ModSummary>,
     pub emitters_run: usize,
     pub bosses_run: usize,
@@ -69,7 +71,9 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         .chain(defs.bosses.values().flat_map(|b| b.phases.iter().flat_map(|p| p.emitters.clone())))
         .collect();
     for (id, e) in content.emitters.iter() {
-        if !used.contains(id) {
+        // An emitter of a mod with a broken enemy or boss may be that one's: the broken
+        // entry's error is the one to fix, not this.
+        if !used.contains(id) && !content.broken_by_mod.contains_key(&e.mod_id) {
             diagnostics.push(Diagnostic::warning(
                 Some(&e.mod_id),
                 Some(&e.path),
@@ -114,6 +118,7 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     let factory = super::LuaFactory::new(&defs, content.emitters.clone());
     let mut emitters_run = 0;
     let mut errors = Vec::new();
+    let mut logs = Vec::new();
     let enemy_ids: Vec<String> = defs.enemies.keys().cloned().collect();
     let arena_dungeon = boss_ids.first().map(|b| format!("__dry_{b}"));
     for e in &enemy_ids {
@@ -124,7 +129,7 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         let mut inst = dry_instance(&defs, &factory, dungeon);
         let mut ev = Vec::new();
         inst.spawn_enemy(&defs, e, Vec2::new(480.0, 200.0), &mut ev);
-        run(&mut inst, &defs, 1, ticks, &mut errors);
+        run(&mut inst, &defs, 1, ticks, None, &mut errors, &mut logs);
         emitters_run += defs.enemies[e].emitters.len();
     }
     let mut bosses_run = 0;
@@ -134,11 +139,15 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         let mut ev = Vec::new();
         inst.start_boss(&defs, 1, &mut ev);
         let mut t = 1;
-        for (i, ph) in defs.bosses[b].phases.iter().enumerate() {
-            if i > 0 {
-                inst.force_boss_hp(&defs, ph.hp_threshold, &mut ev);
+        // Every phase in turn, its HP held inside the phase while the dry-run players fire
+        // (as the bench does), so no phase is skipped and the boss never dies early.
+        let phases = &defs.bosses[b].phases;
+        for i in 0..phases.len() {
+            let hold = phase_hold(phases, i);
+            run(&mut inst, &defs, t, ticks, Some(hold), &mut errors, &mut logs);
+            if inst.boss.as_ref().map(|x| x.phase) != Some(i) {
+                errors.push(format!("dry run: boss '{b}' could not be held in phase {} for the dry run", i + 1));
             }
-            run(&mut inst, &defs, t, ticks, &mut errors);
             t += ticks;
         }
         bosses_run += 1;
@@ -156,7 +165,7 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         let mut inst = dry_instance(&defs, &factory, d);
         let mut ev = Vec::new();
         let mut t = 1;
-        run(&mut inst, &defs, t, ticks, &mut errors);
+        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs);
         t += ticks;
         for wave in &dd.waves {
             for s in &wave.spawns {
@@ -166,16 +175,14 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
                 }
             }
         }
-        run(&mut inst, &defs, t, ticks, &mut errors);
+        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs);
         t += ticks;
         if inst.boss.is_none() {
             inst.start_boss(&defs, t, &mut ev);
         }
-        for (i, ph) in defs.bosses[&dd.boss].phases.iter().enumerate() {
-            if i > 0 {
-                inst.force_boss_hp(&defs, ph.hp_threshold, &mut ev);
-            }
-            run(&mut inst, &defs, t, ticks, &mut errors);
+        let phases = &defs.bosses[&dd.boss].phases;
+        for i in 0..phases.len() {
+            run(&mut inst, &defs, t, ticks, Some(phase_hold(phases, i)), &mut errors, &mut logs);
             t += ticks;
         }
         dungeons_run += 1;
@@ -187,7 +194,15 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     for msg in errors {
         diagnostics.push(script_diagnostic(&content, &msg));
     }
-    Report { diagnostics, mods: content.mods.clone(), emitters_run, bosses_run, dungeons_run }
+    logs.dedup();
+    Report { diagnostics, logs, mods: content.mods.clone(), emitters_run, bosses_run, dungeons_run }
+}
+
+/// The HP fraction that keeps a boss in phase `i`: halfway between its threshold and the
+/// next one's (or zero).
+fn phase_hold(phases: &[crate::sim::defs::PhaseDef], i: usize) -> f32 {
+    let next = phases.get(i + 1).map_or(0.0, |p| p.hp_threshold);
+    (phases[i].hp_threshold + next) / 2.0
 }
 
 fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Instance {
@@ -198,11 +213,23 @@ fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Inst
     inst
 }
 
-/// Steps an instance with two players drifting and firing; collects script errors.
-fn run(inst: &mut Instance, defs: &Defs, start: u32, ticks: u32, errors: &mut Vec<String>) {
+/// Steps an instance with two players drifting and firing, the boss held at `hold` of
+/// its HP if given; collects script errors and log lines.
+fn run(
+    inst: &mut Instance,
+    defs: &Defs,
+    start: u32,
+    ticks: u32,
+    hold: Option<f32>,
+    errors: &mut Vec<String>,
+    logs: &mut Vec<String>,
+) {
     let mut events = Vec::new();
     let mut req = Vec::new();
     for t in start..start + ticks {
+        if let Some(frac) = hold {
+            inst.force_boss_hp(defs, frac, &mut events);
+        }
         for (k, p) in inst.players.iter_mut().enumerate() {
             let a = (t as f32 * 0.05 + k as f32 * 2.0).sin();
             let f = InputFrame { tick: t, mv: Vec2::new(a, -a * 0.5), aim: -90.0, buttons: BTN_FIRE };
@@ -213,8 +240,10 @@ fn run(inst: &mut Instance, defs: &Defs, start: u32, ticks: u32, errors: &mut Ve
         }
         inst.step(t, defs, &mut events, &mut req);
         for e in events.drain(..) {
-            if let SimEvent::ScriptError { message, .. } = e {
-                errors.push(message);
+            match e {
+                SimEvent::ScriptError { message, .. } => errors.push(message),
+                SimEvent::ScriptLog { message, .. } if logs.len() < 10_000 => logs.push(message),
+                _ => {}
             }
         }
         req.clear();

@@ -391,6 +391,17 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     escape_text(&name)
                 )));
             }
+            if !super::spec::SOUNDS.contains(&name.as_str()) {
+                let hint = match super::spec::suggest(&name, super::spec::SOUNDS.iter().copied()) {
+                    Some(s) => format!("did you mean '{s}'? "),
+                    None => String::new(),
+                };
+                return Err(rt_err(format!(
+                    "{}sfx: unknown sound '{name}' ({hint}sounds: {})",
+                    caller(lua),
+                    super::spec::SOUNDS.join(", ")
+                )));
+            }
             with_ctx(lua, |c| {
                 let pos = c.my_pos();
                 c.cmds.push(ScriptCmd::Sfx { name, pos });

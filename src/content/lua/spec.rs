@@ -218,6 +218,11 @@ pub const FUNCTIONS: &[ApiFn] = &[
     },
 ];
 
+/// Every sound `sfx(name)` may play: the game synthesises each (`app::audio`). Mods cannot
+/// ship sounds yet.
+pub const SOUNDS: &[&str] =
+    &["shotgun", "sniper", "summon", "fire", "hit_taken", "hit_dealt", "death", "phase", "portal", "escape", "cleared"];
+
 /// The closest known name to `got` (for "did you mean"), if it is close enough.
 pub fn suggest<'a>(got: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     fn dist(a: &str, b: &str) -> usize {
