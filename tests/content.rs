@@ -661,3 +661,26 @@ fn the_dry_run_holds_every_boss_phase_and_shows_the_logs() {
     assert!(errs.iter().any(|e| e.contains("fm_last.lua:2") && e.contains("unknown bullet kind")), "{errs:#?}");
     assert!(!errs.iter().any(|e| e.contains("could not be held")), "{errs:#?}");
 }
+
+#[test]
+fn the_checker_and_the_game_agree_on_a_mod_whose_dry_run_fails() {
+    // It parses, its references resolve; only running it shows the mistake.
+    let (_d, m) = scaffolded(|m| {
+        std::fs::write(m.join("emitters/fm_sentry_fan.lua"), "wait(3)\nshot{kind = \"no_such_kind\"}\n").unwrap()
+    });
+    let r = validate::check(std::slice::from_ref(&m));
+    assert!(r.errors() > 0);
+    let verdict = r.mods.iter().find(|x| x.id == "fm").unwrap();
+    assert!(!verdict.loaded, "mods check does not call it ok");
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m.clone())]);
+    let loaded = c.mods.iter().find(|x| x.id == "fm").unwrap();
+    assert!(!loaded.loaded, "and the game refuses it too");
+    let errs: Vec<String> = c.errors().map(|d| d.to_string()).collect();
+    assert!(errs.iter().any(|e| e.contains("fm_sentry_fan.lua:2") && e.contains("unknown bullet kind")), "{errs:#?}");
+    assert!(errs.iter().any(|e| e.contains("refused: its scripts failed the dry run")), "{errs:#?}");
+    assert!(!c.defs.dungeons.contains_key("fm_arena") && c.defs.dungeons.contains_key("warden_keep"), "the rest loads");
+    // A good mod loads with its dry run passed.
+    let (_d2, good) = scaffolded(|_| {});
+    let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(good)]);
+    assert!(c.mods.iter().any(|x| x.id == "fm" && x.loaded) && c.errors().next().is_none());
+}

@@ -131,9 +131,46 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
 
 /// [`load_with`], leaving out the mods whose ids are in `disabled` (never the base game).
 /// A mod that depends on a disabled one is refused with a message saying so.
+///
+/// The game (not the lenient checker) then dry-runs what it loaded, as `mods check` does,
+/// when any mod besides the base game is in: a mod whose scripts fail there is refused
+/// with those errors, so the checker's verdict and the game's always agree.
 pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> Content {
+    let content = load_inner(roots, lenient, disabled, &[]);
+    if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
+        return content;
+    }
+    let dry = validate::dry_run(&content, validate::DRY_RUN_TICKS);
+    let failing: Vec<String> = content
+        .mods
+        .iter()
+        .filter(|m| m.loaded && m.id != "base")
+        .filter(|m| dry.diagnostics.iter().any(|d| d.is_error() && d.mod_id.as_deref() == Some(m.id.as_str())))
+        .map(|m| m.id.clone())
+        .collect();
+    if failing.is_empty() {
+        return content;
+    }
+    let mut again = load_inner(roots, lenient, disabled, &failing);
+    let mut diags: Vec<Diagnostic> = dry.diagnostics.into_iter().filter(|d| d.is_error()).collect();
+    for id in &failing {
+        diags.push(Diagnostic::error(
+            Some(id),
+            None,
+            "refused: its scripts failed the dry run above (run `hailfire mods check` on it)",
+        ));
+    }
+    diags.append(&mut again.diagnostics);
+    again.diagnostics = diags;
+    again
+}
+
+fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[String]) -> Content {
     let mut diags = Vec::new();
     let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
+    for m in parsed.iter_mut().filter(|m| refused.contains(&m.manifest.id)) {
+        m.ok = false;
+    }
     let is_off = |id: &str| id != "base" && disabled.iter().any(|d| d == id);
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
     let broken_ids: std::collections::BTreeSet<String> = parsed.iter().flat_map(|m| m.broken.iter().cloned()).collect();

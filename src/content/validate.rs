@@ -62,6 +62,45 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     let content = load_with(&roots, true);
     let mut diagnostics = content.diagnostics.clone();
     diagnostics.extend(missing);
+    let d = dry_run(&content, ticks);
+    // The verdict per mod is the game's: a mod with an error here is one the game refuses.
+    let mut mods = content.mods.clone();
+    for m in mods.iter_mut() {
+        let failed = diagnostics
+            .iter()
+            .chain(&d.diagnostics)
+            .any(|x| x.is_error() && x.mod_id.as_deref() == Some(m.id.as_str()));
+        if failed {
+            m.loaded = false;
+        }
+    }
+    diagnostics.extend(d.diagnostics);
+    Report {
+        diagnostics,
+        logs: d.logs,
+        mods,
+        emitters_run: d.emitters_run,
+        bosses_run: d.bosses_run,
+        dungeons_run: d.dungeons_run,
+    }
+}
+
+/// What a dry run found.
+pub struct DryRun {
+    pub diagnostics: Vec<Diagnostic>,
+    pub logs: Vec<String>,
+    pub emitters_run: usize,
+    pub bosses_run: usize,
+    pub dungeons_run: usize,
+}
+
+/// Runs every emitter, every boss phase (held in turn) and every dungeon of `content` for
+/// `ticks` each in headless instances, and reports what failed, with file and line. The
+/// game runs this on the mods it loads (`content::load`), so what `mods check` calls an
+/// error is what the game refuses.
+pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
+    let ticks = ticks.max(1);
+    let mut diagnostics = Vec::new();
     let mut defs: Defs = (*content.defs).clone();
     // A synthetic arena for the dry run, and a dummy owner for emitters nothing uses.
     let used: Vec<String> = defs
@@ -192,10 +231,10 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     // Missing emitters are already reported, with their line, by the reference check.
     errors.retain(|m| !m.contains("no emitter named"));
     for msg in errors {
-        diagnostics.push(script_diagnostic(&content, &msg));
+        diagnostics.push(script_diagnostic(content, &msg));
     }
     logs.dedup();
-    Report { diagnostics, logs, mods: content.mods.clone(), emitters_run, bosses_run, dungeons_run }
+    DryRun { diagnostics, logs, emitters_run, bosses_run, dungeons_run }
 }
 
 /// The HP fraction that keeps a boss in phase `i`: halfway between its threshold and the
