@@ -22,9 +22,9 @@ struct Timed {
 }
 
 impl Scripting for Timed {
-    fn start(&mut self, o: Owner, g: u32, n: &str) {
+    fn start(&mut self, o: Owner, g: u32, n: &str, a: Option<&crate::sim::defs::ArgValue>) {
         let t = Instant::now();
-        self.inner.start(o, g, n);
+        self.inner.start(o, g, n, a);
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
     fn stop(&mut self, o: Owner, g: Option<u32>) {

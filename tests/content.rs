@@ -74,7 +74,7 @@ fn game_invariants_hold_for_everything_loaded() {
     }
     assert!(d.dungeons.len() >= 2, "at least two dungeons");
     assert!(
-        d.enemies.values().any(|e| e.emitters.iter().any(|m| m.contains("shotgun"))),
+        d.enemies.values().any(|e| e.emitters.iter().any(|m| m.id.contains("shotgun"))),
         "a close-range shotgun enemy"
     );
     assert_eq!(d.portals().len(), d.dungeons.len(), "a hub portal per dungeon");
@@ -683,4 +683,53 @@ fn the_checker_and_the_game_agree_on_a_mod_whose_dry_run_fails() {
     let (_d2, good) = scaffolded(|_| {});
     let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(good)]);
     assert!(c.mods.iter().any(|x| x.id == "fm" && x.loaded) && c.errors().next().is_none());
+}
+
+#[test]
+fn emitters_take_arguments_from_toml_and_bad_ones_are_refused_at_their_line() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(
+        d.path(),
+        "enemies.toml",
+        "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [{ id = \"e\", args = { n = 7, kind = \"rice\", speeds = [1.5, 2.5], deep = { on = true } } }]\n\n[imp2]\nname = \"Imp two\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"e\"]\n",
+    );
+    write(
+        d.path(),
+        "emitters/e.lua",
+        "local n = args.n or 3\nassert(args.n == nil or (args.kind == 'rice' and args.speeds[2] == 2.5 and args.deep.on == true))\nring{n = n, kind = args.kind or 'orb', speed = args.speeds and args.speeds[1] or 1}\nwait(1000)\n",
+    );
+    let c: Content =
+        content::load_with(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(d.path().to_path_buf())], true);
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    let defs = c.defs.clone();
+    let mut inst =
+        Instance::new(1, InstanceKind::Dungeon("warden_keep".into()), &defs, c.script_factory().create(1), 1);
+    inst.arrive(Player::new(1, "p", Vec2::ZERO));
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(300.0, 300.0), &mut ev);
+    inst.spawn_enemy(&defs, "imp2", Vec2::new(500.0, 300.0), &mut ev);
+    let s = spawned(&run(&mut inst, &defs, 1, 2));
+    let errs: Vec<String> = run(&mut inst, &defs, 3, 1)
+        .iter()
+        .filter_map(|e| if let SimEvent::ScriptError { message, .. } = e { Some(message.clone()) } else { None })
+        .collect();
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(s.len(), 7 + 3, "the first imp's ring has its args' 7 bullets, the second the default 3");
+    let rice = defs.bullet_kind("rice").unwrap();
+    assert_eq!(s.iter().filter(|b| b.kind == rice && b.speed == 1.5).count(), 7);
+    // What args may hold is bounded; anything else is an error at its line.
+    for (bad, why) in [
+        ("{ id = \"e\", args = { when = 1979-05-27 } }", "numbers, strings, booleans"),
+        ("{ id = \"e\", args = { x = [[[[[[1]]]]]] } }", "nest at most"),
+        ("{ id = \"e\", argz = { n = 1 } }", "an emitter is an id"),
+    ] {
+        let d = mod_with_script("wait(1000)\n");
+        write(
+            d.path(),
+            "enemies.toml",
+            &format!("[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [{bad}]\n"),
+        );
+        assert_error(d.path(), "enemies.toml:6", why);
+    }
 }

@@ -245,15 +245,18 @@ fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() 
         "id = \"grim\"\nname = \"Grim\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
     )
     .unwrap();
+    // Each behaves while it is checked (the game dry-runs mods at load, with two players)
+    // and attacks once it faces a lone player on the server: containment must not depend
+    // on the check having seen the attack.
     let attacks = [
-        ("hang", "wait(20)\nxpcall(function() while true do end end, function() while true do end end)\n"),
+        ("hang", "wait(20)\nwait_until(function() return #players() == 1 end)\nxpcall(function() while true do end end, function() while true do end end)\n"),
         (
             "fan",
-            "wait(20)\nlocal function burn(d)\n  if d == 0 then for _ = 1, 40 do end return end\n  for _ = 1, 20 do coroutine.resume(coroutine.create(burn), d - 1) end\nend\nburn(12)\n",
+            "wait(20)\nwait_until(function() return #players() == 1 end)\nlocal function burn(d)\n  if d == 0 then for _ = 1, 40 do end return end\n  for _ = 1, 20 do coroutine.resume(coroutine.create(burn), d - 1) end\nend\nburn(12)\n",
         ),
-        ("swarm", "wait(20)\nfor i = 1, 4000 do task(function() while true do for k = 1, 150000 do end wait(1) end end) end\n"),
-        ("flood", "wait(20)\nwhile true do for i = 1, 40000 do ring{n = 720} end wait(1) end\n"),
-        ("rep", "wait(20)\nlocal s = string.rep('ab', math.maxinteger)\n"),
+        ("swarm", "wait(20)\nwait_until(function() return #players() == 1 end)\nfor i = 1, 4000 do task(function() while true do for k = 1, 150000 do end wait(1) end end) end\n"),
+        ("flood", "wait(20)\nwait_until(function() return #players() == 1 end)\nwhile true do for i = 1, 40000 do ring{n = 720} end wait(1) end\n"),
+        ("rep", "wait(20)\nwait_until(function() return #players() == 1 end)\nlocal s = string.rep('ab', math.maxinteger)\n"),
     ];
     let mut enemies = String::new();
     let mut spawns = Vec::new();

@@ -582,7 +582,7 @@ pub fn check_refs(
         if !color_ok(&e.color) {
             err(f, &e.id, "color", format!("enemy '{}': color must look like \"#ff8040\"", e.id));
         }
-        for em in &e.emitters {
+        for em in e.emitters.iter().map(|x| x.id.as_str()) {
             if !emitter_ok(em) {
                 err(
                     f,
@@ -652,7 +652,7 @@ pub fn check_refs(
             if p.emitters.is_empty() {
                 err(f, &b.id, &format!("phases#{i}"), format!("boss '{}' phase {n} '{}' has no emitter", b.id, p.name));
             }
-            for em in &p.emitters {
+            for em in p.emitters.iter().map(|x| x.id.as_str()) {
                 if !emitter_ok(em) {
                     err(
                         f,

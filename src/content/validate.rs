@@ -106,8 +106,8 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
     let used: Vec<String> = defs
         .enemies
         .values()
-        .flat_map(|e| e.emitters.clone())
-        .chain(defs.bosses.values().flat_map(|b| b.phases.iter().flat_map(|p| p.emitters.clone())))
+        .flat_map(|e| e.emitters.iter().map(|x| x.id.clone()))
+        .chain(defs.bosses.values().flat_map(|b| b.phases.iter().flat_map(|p| p.emitters.iter().map(|x| x.id.clone()))))
         .collect();
     for (id, e) in content.emitters.iter() {
         // An emitter of a mod with a broken enemy or boss may be that one's: the broken
@@ -129,7 +129,7 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
                     behaviour: Behaviour::Stationary,
                     speed: 0.0,
                     range: 0.0,
-                    emitters: vec![id.clone()],
+                    emitters: vec![crate::sim::defs::EmitterRef::plain(id)],
                     hostile: true,
                 },
             );

@@ -10,6 +10,113 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// An emitter as an enemy or a boss phase names it: its id, and the arguments its script
+/// reads from its `args` table (`emitters = ["ring", { id = "fan", args = { n = 5 } }]`),
+/// so one emitter serves many enemies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmitterRef {
+    pub id: String,
+    pub args: Option<Arc<ArgValue>>,
+}
+
+impl EmitterRef {
+    pub fn plain(id: &str) -> EmitterRef {
+        EmitterRef { id: id.to_string(), args: None }
+    }
+}
+
+impl From<&str> for EmitterRef {
+    fn from(id: &str) -> Self {
+        EmitterRef::plain(id)
+    }
+}
+
+/// An emitter argument: numbers, strings, booleans, and arrays or tables of them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    Bool(bool),
+    Int(i64),
+    Num(f64),
+    Str(String),
+    List(Vec<ArgValue>),
+    Table(BTreeMap<String, ArgValue>),
+}
+
+/// Limits on one emitter's arguments.
+pub const MAX_ARG_VALUES: usize = 256;
+pub const MAX_ARG_DEPTH: usize = 4;
+pub const MAX_ARG_STRING: usize = 256;
+
+impl ArgValue {
+    /// Converts (and bounds) a TOML value; the error says what is not allowed.
+    pub fn from_toml(v: &toml::Value) -> Result<ArgValue, String> {
+        let mut count = 0;
+        Self::convert(v, 0, &mut count)
+    }
+
+    fn convert(v: &toml::Value, depth: usize, count: &mut usize) -> Result<ArgValue, String> {
+        *count += 1;
+        if *count > MAX_ARG_VALUES {
+            return Err(format!("emitter args may hold at most {MAX_ARG_VALUES} values"));
+        }
+        if depth > MAX_ARG_DEPTH {
+            return Err(format!("emitter args may nest at most {MAX_ARG_DEPTH} deep"));
+        }
+        Ok(match v {
+            toml::Value::Boolean(b) => ArgValue::Bool(*b),
+            toml::Value::Integer(i) => ArgValue::Int(*i),
+            toml::Value::Float(f) if f.is_finite() => ArgValue::Num(*f),
+            toml::Value::Float(_) => return Err("emitter args must be finite numbers".into()),
+            toml::Value::String(s) if s.len() <= MAX_ARG_STRING => ArgValue::Str(s.clone()),
+            toml::Value::String(_) => return Err(format!("emitter arg strings may be at most {MAX_ARG_STRING} bytes")),
+            toml::Value::Array(a) => {
+                ArgValue::List(a.iter().map(|x| Self::convert(x, depth + 1, count)).collect::<Result<_, _>>()?)
+            }
+            toml::Value::Table(t) => ArgValue::Table(
+                t.iter()
+                    .map(|(k, x)| Ok((k.clone(), Self::convert(x, depth + 1, count)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            toml::Value::Datetime(_) => {
+                return Err("emitter args may be numbers, strings, booleans and arrays or tables of them".into())
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for EmitterRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            id: String,
+            #[serde(default)]
+            args: Option<toml::Table>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Id(String),
+            Full(Full),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("an emitter is an id (\"ring\") or a table { id = \"fan\", args = { n = 5 } }")
+        })? {
+            Raw::Id(id) => Ok(EmitterRef { id, args: None }),
+            Raw::Full(f) => {
+                let args = match f.args {
+                    None => None,
+                    Some(t) => {
+                        Some(Arc::new(ArgValue::from_toml(&toml::Value::Table(t)).map_err(serde::de::Error::custom)?))
+                    }
+                };
+                Ok(EmitterRef { id: f.id, args })
+            }
+        }
+    }
+}
 
 /// How a bullet kind is drawn. Collision is always a circle of `radius`.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash)]
@@ -78,9 +185,9 @@ pub struct EnemyDef {
     /// Preferred distance for keep_distance and strafe, pixels.
     #[serde(default = "default_range")]
     pub range: f32,
-    /// Emitter script ids run while the enemy lives.
+    /// Emitters run while the enemy lives: ids, or `{ id = "...", args = { ... } }`.
     #[serde(default)]
-    pub emitters: Vec<String>,
+    pub emitters: Vec<EmitterRef>,
     /// A hostile enemy must have an emitter (the content tests assert it).
     #[serde(default = "default_true")]
     pub hostile: bool,
@@ -109,7 +216,7 @@ pub struct PhaseDef {
     /// Damage from player bullets is multiplied by this during the phase.
     #[serde(default = "default_mult")]
     pub damage_taken_mult: f32,
-    pub emitters: Vec<String>,
+    pub emitters: Vec<EmitterRef>,
 }
 
 fn default_mult() -> f32 {

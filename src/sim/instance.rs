@@ -504,7 +504,7 @@ impl Instance {
             wander: None,
         });
         for em in &d.emitters {
-            self.scripts.start(Owner::Enemy(eid), 0, em);
+            self.scripts.start(Owner::Enemy(eid), 0, &em.id, em.args.as_deref());
         }
         events.push(SimEvent::EnemySpawned { instance: self.id, id: eid, def: id.to_string(), pos });
     }
@@ -536,7 +536,7 @@ impl Instance {
         b.phase = phase;
         let ph = &bd.phases[phase];
         for em in &ph.emitters {
-            self.scripts.start(Owner::Boss, phase as u32, em);
+            self.scripts.start(Owner::Boss, phase as u32, &em.id, em.args.as_deref());
         }
         events.push(SimEvent::PhaseChanged { instance: self.id, phase: phase as u8, name: ph.name.clone() });
     }

@@ -88,8 +88,9 @@ pub enum ScriptMessage {
 
 /// One instance's script runtime.
 pub trait Scripting: Send {
-    /// Starts emitter `name` for `owner`; `group` is the boss phase (0 for enemies).
-    fn start(&mut self, owner: Owner, group: u32, name: &str);
+    /// Starts emitter `name` for `owner` with its arguments; `group` is the boss phase (0
+    /// for enemies).
+    fn start(&mut self, owner: Owner, group: u32, name: &str, args: Option<&super::defs::ArgValue>);
     /// Stops the owner's emitters (all, or one group) and every task they started.
     fn stop(&mut self, owner: Owner, group: Option<u32>);
     /// Runs every task due this tick.
@@ -107,7 +108,7 @@ pub trait ScriptFactory: Send + Sync {
 pub struct NoScripts;
 
 impl Scripting for NoScripts {
-    fn start(&mut self, _: Owner, _: u32, _: &str) {}
+    fn start(&mut self, _: Owner, _: u32, _: &str, _: Option<&super::defs::ArgValue>) {}
     fn stop(&mut self, _: Owner, _: Option<u32>) {}
     fn run(&mut self, _: &ScriptView, _: &mut Vec<ScriptCmd>, _: &mut Vec<ScriptMessage>) {}
     fn task_count(&self) -> usize {

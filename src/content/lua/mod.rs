@@ -15,6 +15,7 @@ use mlua::thread::ThreadStatus;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, VmState};
 
 pub use super::diag::escape_text;
+use crate::sim::defs::ArgValue;
 use crate::sim::rng::Rng;
 use crate::sim::script::{
     BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
@@ -161,6 +162,8 @@ struct Task {
     emitter: Arc<str>,
     wake: Tick,
     dead: bool,
+    /// The emitter's `args` table, handed to its first resume (then None).
+    first_arg: Option<Table>,
 }
 
 pub struct LuaRuntime {
@@ -175,6 +178,36 @@ pub struct LuaRuntime {
     pending_msgs: Vec<ScriptMessage>,
     /// Where to start next tick when this tick's budget ran out.
     resume_at: usize,
+}
+
+/// A read-only-by-convention Lua table of an emitter's arguments.
+fn args_table(lua: &Lua, a: &ArgValue) -> mlua::Result<Table> {
+    fn value(lua: &Lua, a: &ArgValue) -> mlua::Result<Value> {
+        Ok(match a {
+            ArgValue::Bool(b) => Value::Boolean(*b),
+            ArgValue::Int(i) => Value::Integer(*i),
+            ArgValue::Num(n) => Value::Number(*n),
+            ArgValue::Str(s) => Value::String(lua.create_string(s)?),
+            ArgValue::List(l) => {
+                let t = lua.create_table()?;
+                for (k, x) in l.iter().enumerate() {
+                    t.raw_set(k + 1, value(lua, x)?)?;
+                }
+                Value::Table(t)
+            }
+            ArgValue::Table(m) => {
+                let t = lua.create_table()?;
+                for (k, x) in m {
+                    t.raw_set(k.as_str(), value(lua, x)?)?;
+                }
+                Value::Table(t)
+            }
+        })
+    }
+    match value(lua, a)? {
+        Value::Table(t) => Ok(t),
+        _ => lua.create_table(),
+    }
 }
 
 fn rt_err(msg: impl Into<String>) -> mlua::Error {
@@ -401,8 +434,11 @@ impl LuaRuntime {
                 e
             }
         };
+        // The emitter's arguments arrive as the chunk's `...` on its first resume; the prefix
+        // (on the first line, so every line number stays the script's) names them `args`.
+        let text = format!("local args = ... or {{}}; {}", src.source);
         let f = lua
-            .load(&src.source)
+            .load(&text)
             .set_name(format!("@{}", src.chunk_name()))
             .set_environment(env)
             .set_mode(ChunkMode::Text)
@@ -414,18 +450,34 @@ impl LuaRuntime {
 }
 
 impl Scripting for LuaRuntime {
-    fn start(&mut self, owner: Owner, group: u32, name: &str) {
+    fn start(&mut self, owner: Owner, group: u32, name: &str, args: Option<&ArgValue>) {
         if self.disabled.contains(name) {
             return;
         }
         let made = self.compile(name).and_then(|f| {
-            self.lua.as_ref().ok_or("Lua is not available".to_string())?.create_thread(f).map_err(|e| describe(&e))
+            let lua = self.lua.as_ref().ok_or("Lua is not available".to_string())?;
+            let thread = lua.create_thread(f).map_err(|e| describe(&e))?;
+            let t = match args {
+                Some(a) => args_table(lua, a),
+                None => lua.create_table(),
+            }
+            .map_err(|e| describe(&e))?;
+            Ok((thread, t))
         });
         match made {
-            Ok(thread) => {
+            Ok((thread, t)) => {
                 let root = self.next_root;
                 self.next_root += 1;
-                self.tasks.push(Task { thread, owner, group, root, emitter: name.into(), wake: 0, dead: false });
+                self.tasks.push(Task {
+                    thread,
+                    owner,
+                    group,
+                    root,
+                    emitter: name.into(),
+                    wake: 0,
+                    dead: false,
+                    first_arg: Some(t),
+                });
             }
             Err(e) => {
                 self.disabled.insert(name.to_string());
@@ -484,7 +536,8 @@ impl Scripting for LuaRuntime {
                 c.resume_start = std::time::Instant::now();
                 c.last_pos.clear();
             }
-            let res = self.tasks[i].thread.resume::<mlua::MultiValue>(());
+            let first = self.tasks[i].first_arg.take();
+            let res = self.tasks[i].thread.resume::<mlua::MultiValue>(first);
             // A budget that ran out ends the task whatever the script did with the error
             // (caught it, swallowed it in a metamethod, returned normally).
             let over = match lua.try_app_data_ref::<Ctx>() {
@@ -539,6 +592,7 @@ impl Scripting for LuaRuntime {
                     emitter: emitter.clone(),
                     wake: view.tick,
                     dead: false,
+                    first_arg: None,
                 });
             }
             i += 1;

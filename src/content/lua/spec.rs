@@ -265,6 +265,7 @@ pub fn stubs() -> String {
     class(&mut s, "hf.Ring", "A ring of `n` bullets; the other fields as for a shot.", &[RING_FIELDS, SHOT_FIELDS]);
     class(&mut s, "hf.Fan", "A fan of `n` bullets; the other fields as for a shot.", &[FAN_FIELDS, SHOT_FIELDS]);
     s.push_str("---@class hf.Player\n---@field id integer\n---@field x number\n---@field y number\n---@field hp integer\n---@field alive boolean\n---@field dist? number Only from `nearest()`.\n\n");
+    s.push_str("---The emitter's arguments from its TOML entry (`{ id = \"...\", args = { ... } }`); an empty table when it has none.\n---@type table<string, any>\nargs = {}\n\n");
     s.push_str("---@class hf.Me\n---@field x number\n---@field y number\n---@field hp integer\n---@field max_hp integer\n---@field phase integer From 1.\n---@field id? integer An enemy's id.\n---@field boss? boolean True for a boss.\n\n");
     for f in FUNCTIONS {
         s.push_str(&format!("---{}\n", f.doc));
