@@ -1107,3 +1107,37 @@ fn a_non_ascii_name_is_cut_by_bytes_and_joins() {
     assert!(p.name.len() <= MAX_NAME && p.name.starts_with("Zoë Ünïcödé"), "{}", p.name);
     assert_eq!(st.server.stats.rejected, 0);
 }
+
+#[test]
+fn the_bot_reports_the_dungeon_it_played_and_the_boss_phases_it_saw() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("modder", LinkProfile::CLEAN);
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 4);
+    assert!(st.run_until(
+        60 * 20,
+        |_, cl| brain.think(cl),
+        |st| st.clients[0].view.as_ref().is_some_and(|v| v.dungeon == "warden_keep")
+    ));
+    for _ in 0..5 {
+        st.step(|_, cl| brain.think(cl));
+    }
+    assert_eq!(brain.played.as_deref(), Some("warden_keep"));
+    assert!(!brain.saw_boss, "no boss yet");
+    let id = st.clients[0].player_id.unwrap();
+    let inst = st.server.world.instance_of(id).unwrap();
+    let defs = st.server.world.defs.clone();
+    let t = st.server.world.tick;
+    let mut ev = Vec::new();
+    st.server.world.instances.get_mut(&inst).unwrap().start_boss(&defs, t, &mut ev);
+    for k in 0..240 {
+        if k == 120 {
+            st.server.world.instances.get_mut(&inst).unwrap().force_boss_hp(&defs, 0.5, &mut ev);
+        }
+        if let Some(p) = st.server.world.player_mut(id) {
+            p.hp = 100;
+        }
+        st.step(|_, cl| brain.think(cl));
+    }
+    assert!(brain.saw_boss);
+    assert_eq!(brain.last_phase, Some(2), "the Warden's second phase was seen");
+}

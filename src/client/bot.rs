@@ -28,13 +28,28 @@ pub struct Brain {
     t: u32,
     wobble: f32,
     pub entered_dungeon: bool,
+    /// The dungeon it fought in, whether it saw the boss, and the last boss phase seen
+    /// (from 1), for the report.
+    pub played: Option<String>,
+    pub saw_boss: bool,
+    pub last_phase: Option<u8>,
 }
 
 impl Brain {
     pub fn new(plan: Plan, dungeon: &str, seed: u64) -> Self {
         let mut rng = Rng::new(seed);
         let wobble = rng.next_f64() as f32 * std::f32::consts::TAU;
-        Brain { plan, dungeon: dungeon.to_string(), rng, t: 0, wobble, entered_dungeon: false }
+        Brain {
+            plan,
+            dungeon: dungeon.to_string(),
+            rng,
+            t: 0,
+            wobble,
+            entered_dungeon: false,
+            played: None,
+            saw_boss: false,
+            last_phase: None,
+        }
     }
 
     /// This tick's input. The bot knows the world only through the client: the session's
@@ -61,6 +76,11 @@ impl Brain {
             return InputSample { mv: Vec2::new(a.cos(), a.sin() * 0.5), aim: a.to_degrees(), buttons: BTN_FIRE };
         }
         self.entered_dungeon = true;
+        self.played = Some(v.dungeon.clone());
+        if let Some(b) = v.latest().and_then(|s| s.boss) {
+            self.saw_boss = true;
+            self.last_phase = Some(b.phase + 1);
+        }
         let snap = c.interpolated();
         let target = snap.as_ref().and_then(|s| {
             s.boss
@@ -203,7 +223,17 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 "bot {}: player {} | {} | content {} | prediction error mean {:.3} px, max {:.2} px, snaps {} | inputs dropped {} (server coasted {} ticks of {}) | lead target {}, redundancy {}, late frames {}, missing {} | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
                 c.name,
                 c.player_id.map_or("-".into(), |p| p.to_string()),
-                if left[i] { "left via disconnect" } else if brain.entered_dungeon { "fought in the dungeon" } else { "in the hub" },
+                match (&brain.played, left[i]) {
+                    (_, true) => "left via disconnect".to_string(),
+                    (Some(d), _) => format!(
+                        "fought in the dungeon {d} ({})",
+                        match brain.last_phase {
+                            Some(p) => format!("reached the boss, last phase seen {p}"),
+                            None => "the boss never appeared".to_string(),
+                        }
+                    ),
+                    (None, _) => "in the hub".to_string(),
+                },
                 if s.content_from_cache {
                     "from the cache".to_string()
                 } else if s.content_bytes > 0 {

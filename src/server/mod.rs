@@ -483,6 +483,10 @@ impl<T: Transport> Server<T> {
                 }
                 SimEvent::InstanceClosed { instance } => info!(instance, "instance closed"),
                 SimEvent::InstanceCleared { instance } => info!(instance, "dungeon cleared"),
+                SimEvent::BossSpawned { instance, def } => info!(instance, boss = %def, "boss arrived"),
+                SimEvent::PhaseChanged { instance, phase, name } => {
+                    info!(instance, phase = *phase as u32 + 1, name = %name, "boss phase")
+                }
                 SimEvent::ScriptError { instance, message } => warn!(instance, "script error: {message}"),
                 SimEvent::ScriptLog { instance, message } => info!(instance, "script: {message}"),
                 _ => {}
