@@ -138,7 +138,8 @@ enum Command {
         players: usize,
         #[arg(long, default_value_t = 300)]
         ticks: u32,
-        /// Where to write the frame (required: the windowed preview is not built yet).
+        /// Write the last frame here, headless, and exit (without it: open a window that
+        /// reloads whenever a file of the mod is saved).
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, default_value_t = 1280)]
@@ -315,7 +316,11 @@ fn main() -> ExitCode {
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         Some(Command::Preview { path, boss, enemy, phase, players, ticks, out, width, height }) => {
-            preview(&path, boss, enemy, phase, players, ticks, out, (width, height))
+            let window = hailfire::app::preview_window::PreviewWindowOptions {
+                capture: cli.capture_after.zip(cli.capture.clone()),
+                quit_after: cli.quit_after,
+            };
+            preview(&path, boss, enemy, phase, players, ticks, out, (width, height), window)
         }
         None => {
             hailfire::logging::init(Some("game"));
@@ -427,8 +432,9 @@ fn preview(
     ticks: u32,
     out: Option<PathBuf>,
     size: (u32, u32),
+    window: hailfire::app::preview_window::PreviewWindowOptions,
 ) -> ExitCode {
-    use hailfire::content::preview::{Preview, Target};
+    use hailfire::content::preview::{Preview, PreviewHost, Target};
     let target = match (boss, enemy) {
         (Some(b), _) => Target::Boss(b),
         (None, Some(e)) => Target::Enemy(e),
@@ -437,14 +443,30 @@ fn preview(
             return ExitCode::from(2);
         }
     };
-    let Some(out) = out else {
-        eprintln!("hailfire preview: the windowed preview is not built yet; write a frame with --out FILE.png");
-        return ExitCode::from(2);
-    };
     if phase == Some(0) {
         eprintln!("hailfire preview: --phase counts from 1");
         return ExitCode::from(2);
     }
+    let Some(out) = out else {
+        hailfire::logging::init(Some("preview"));
+        let host = match PreviewHost::start(path, target, phase.map(|p| p - 1), players.clamp(1, 16)) {
+            Ok(h) => h,
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                eprintln!("hailfire preview: {} does not load (see above)", path.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        return match hailfire::app::preview_window::run(host, window) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hailfire preview: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    };
     let mut p = match Preview::load(path, target, phase.map(|p| p - 1), players.clamp(1, 16)) {
         Ok(p) => p,
         Err(errors) => {

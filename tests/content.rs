@@ -733,3 +733,53 @@ fn emitters_take_arguments_from_toml_and_bad_ones_are_refused_at_their_line() {
         assert_error(d.path(), "enemies.toml:6", why);
     }
 }
+
+#[test]
+fn the_preview_reloads_on_save_and_a_broken_save_keeps_the_last_good_version() {
+    use hailfire::content::preview::{PreviewHost, Target};
+    use std::time::{Duration, Instant};
+    let (_d, m) = scaffolded(|_| {});
+    let mut host = PreviewHost::start(&m, Target::Boss("fm_boss".into()), None, 1).unwrap();
+    for _ in 0..100 {
+        host.preview.step();
+    }
+    let before = host.preview.inst.bullets.len();
+    assert!(before > 40, "rings of 18 ({before} bullets)");
+    let wait_reload = |host: &mut PreviewHost, n: u32| {
+        let start = Instant::now();
+        while host.reloads < n {
+            assert!(start.elapsed() < Duration::from_secs(5), "no reload within 5 s of the save");
+            host.poll();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        start.elapsed()
+    };
+    // Save a new pattern: rings of 5.
+    let rings = m.join("emitters/fm_boss_rings.lua");
+    let good = std::fs::read_to_string(&rings).unwrap().replace("n = 18", "n = 5");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&rings, &good).unwrap();
+    let took = wait_reload(&mut host, 1);
+    eprintln!("save to reloaded preview: {took:?}");
+    assert!(took < Duration::from_secs(1), "the new pattern is in effect within a second ({took:?})");
+    assert!(host.errors.is_empty(), "{:?}", host.errors);
+    for _ in 0..100 {
+        host.preview.step();
+    }
+    let after = host.preview.inst.bullets.len();
+    assert!(after * 2 < before, "the new pattern runs: {before} bullets before, {after} after");
+    // A broken save: the last good version keeps running and the error names file:line.
+    std::fs::write(&rings, "while true do\n  ring{n = 5\nend\n").unwrap();
+    wait_reload(&mut host, 2);
+    assert!(host.errors.iter().any(|e| e.contains("fm_boss_rings.lua:")), "{:?}", host.errors);
+    let t = host.preview.tick;
+    for _ in 0..60 {
+        host.preview.step();
+    }
+    assert_eq!(host.preview.tick, t + 60, "the old version still runs");
+    assert!(!host.preview.inst.bullets.is_empty());
+    // The next good save clears the errors.
+    std::fs::write(&rings, &good).unwrap();
+    wait_reload(&mut host, 3);
+    assert!(host.errors.is_empty(), "{:?}", host.errors);
+}

@@ -4,6 +4,7 @@
 pub mod audio;
 pub mod input;
 pub mod preview;
+pub mod preview_window;
 pub mod render;
 pub mod scenes;
 pub mod session;

@@ -9,9 +9,9 @@ use crate::sim::ClientDefs;
 
 use super::render::scene;
 
-/// The preview's current frame as RGBA8 pixels at `size`, with the boss bar (name, phase,
-/// HP) and a line saying what is shown.
-pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+/// The preview's sprites (the arena, its bodies and bullets; with `hitboxes`, the players'
+/// 5 px hitboxes over their ships).
+pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
     let defs = &p.content.defs;
     let i = &p.inst;
     let looks = ClientDefs::from_defs(defs);
@@ -56,15 +56,31 @@ pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8
         portals: &[],
         portal_radius: looks.hub.portal_radius,
     };
-    let mut sprites = Vec::new();
-    scene::build(&view, &palette, &mut sprites);
-    let cam = Camera::fit(i.arena, size, 0.0);
-    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    out.clear();
+    scene::build(&view, &palette, out);
+    if hitboxes {
+        for pl in &i.players {
+            let r = crate::sim::config::PLAYER_HITBOX_RADIUS;
+            out.push(render::Sprite {
+                pos: [pl.pos.x, pl.pos.y],
+                size: [r, r],
+                color: [1.0, 1.0, 1.0, 1.0],
+                params: [scene::SH_RING, 0.0, 0.0, 0.0],
+                ..Default::default()
+            });
+        }
+    }
+}
+
+/// The HUD line and boss bar of a preview frame.
+pub fn hud_state(p: &Preview) -> HudState {
+    let defs = &p.content.defs;
+    let i = &p.inst;
     let what = match &p.target {
         Target::Boss(b) => format!("preview: boss {b}"),
         Target::Enemy(e) => format!("preview: enemy {e}"),
     };
-    let hud = HudState {
+    HudState {
         hp: 100,
         max_hp: 100,
         dead: false,
@@ -81,10 +97,20 @@ pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8
         portals: Vec::new(),
         banner: None,
         hint: None,
-    };
+    }
+}
+
+/// The preview's current frame as RGBA8 pixels at `size`, with the boss bar (name, phase,
+/// HP) and a line saying what is shown.
+pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    sprites(p, false, &mut out);
+    let cam = Camera::fit(p.inst.arena, size, 0.0);
+    let hud = hud_state(p);
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let ctx = egui::Context::default();
     let mut ui = egui_frame(&ctx, size, |ctx| {
         hud::draw(ctx, &hud);
     });
-    render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, Some(&mut ui))
+    render::render_to_rgba(gpu, &mut renderer, size, &cam, &out, Some(&mut ui))
 }

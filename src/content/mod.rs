@@ -165,6 +165,12 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
     again
 }
 
+/// Loads without the load-time dry run: the preview, which runs the mod live and shows its
+/// script errors as they happen, and reloads on every save.
+pub fn load_for_preview(roots: &[ModRoot]) -> Content {
+    load_inner(roots, false, &[], &[])
+}
+
 fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[String]) -> Content {
     let mut diags = Vec::new();
     let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();

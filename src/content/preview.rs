@@ -5,7 +5,11 @@
 
 use std::path::Path;
 
-use super::{content_dir, load, root_for, Content, ModRoot};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{content_dir, load_for_preview, root_for, Content, ModRoot};
 use crate::sim::instance::{Instance, InstanceKind};
 use crate::sim::player::Player;
 use crate::sim::{InputFrame, Vec2};
@@ -31,7 +35,7 @@ impl Preview {
     /// `players` dummy players. An error lists what to fix (file:line) when the mod does
     /// not load or has no such boss or enemy.
     pub fn load(path: &Path, target: Target, phase: Option<usize>, players: usize) -> Result<Preview, Vec<String>> {
-        let content = load(&[ModRoot::Mod(content_dir()), root_for(path)]);
+        let content = load_for_preview(&[ModRoot::Mod(content_dir()), root_for(path)]);
         let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
         if !errors.is_empty() {
             return Err(errors);
@@ -104,5 +108,111 @@ impl Preview {
         }
         let mut req = Vec::new();
         self.inst.step(t, &defs, &mut ev, &mut req);
+    }
+}
+
+/// Editors save in bursts (a temporary file, a rename, a metadata touch): the preview
+/// reloads once the mod's folder has been quiet this long.
+pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(40);
+
+/// A preview that reloads when any file of its mod is saved. A mod that no longer loads
+/// keeps the last good version running and holds the errors until a save fixes them.
+pub struct PreviewHost {
+    pub path: PathBuf,
+    pub target: Target,
+    pub phase: Option<usize>,
+    pub players: usize,
+    pub preview: Preview,
+    /// Errors of the last reload that failed (empty when the running version is current).
+    pub errors: Vec<String>,
+    /// Reloads done, and when the last one finished.
+    pub reloads: u32,
+    pub reloaded_at: Option<Instant>,
+    /// When the first change of the current burst was seen.
+    pub changed_at: Option<Instant>,
+    events: mpsc::Receiver<notify::Result<notify::Event>>,
+    quiet_since: Option<Instant>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl PreviewHost {
+    pub fn start(
+        path: &Path,
+        target: Target,
+        phase: Option<usize>,
+        players: usize,
+    ) -> Result<PreviewHost, Vec<String>> {
+        use notify::Watcher;
+        let preview = Preview::load(path, target.clone(), phase, players)?;
+        let (tx, events) = mpsc::channel();
+        let mut watcher =
+            notify::recommended_watcher(tx).map_err(|e| vec![format!("cannot watch {}: {e}", path.display())])?;
+        watcher
+            .watch(path, notify::RecursiveMode::Recursive)
+            .map_err(|e| vec![format!("cannot watch {}: {e}", path.display())])?;
+        Ok(PreviewHost {
+            path: path.to_path_buf(),
+            target,
+            phase,
+            players,
+            preview,
+            errors: Vec::new(),
+            reloads: 0,
+            reloaded_at: None,
+            changed_at: None,
+            events,
+            quiet_since: None,
+            _watcher: watcher,
+        })
+    }
+
+    /// Takes file events; once the folder is quiet, reloads. Returns true when it reloaded
+    /// (successfully or not).
+    pub fn poll(&mut self) -> bool {
+        let now = Instant::now();
+        while let Ok(ev) = self.events.try_recv() {
+            // Only events that can change what loads (not reads or the editor's swap files).
+            let relevant = ev.as_ref().is_ok_and(|e| {
+                !matches!(e.kind, notify::EventKind::Access(_))
+                    && e.paths.iter().any(|p| {
+                        p.extension().is_some_and(|x| x == "lua" || x == "toml")
+                            && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                    })
+            });
+            if relevant {
+                self.changed_at.get_or_insert(now);
+                self.quiet_since = Some(now);
+            }
+        }
+        match self.quiet_since {
+            Some(q) if now.duration_since(q) >= RELOAD_DEBOUNCE => {
+                self.quiet_since = None;
+                self.reload();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Loads the mod again: the new version restarts the fight; a broken one leaves the
+    /// running version and records why.
+    pub fn reload(&mut self) {
+        match Preview::load(&self.path, self.target.clone(), self.phase, self.players) {
+            Ok(p) => {
+                self.preview = p;
+                self.errors.clear();
+            }
+            Err(e) => self.errors = e,
+        }
+        self.reloads += 1;
+        self.reloaded_at = Some(Instant::now());
+    }
+
+    /// Restarts the running version from its first tick (the same as a reload without a
+    /// change; a broken mod keeps running).
+    pub fn restart(&mut self) {
+        if let Ok(p) = Preview::load(&self.path, self.target.clone(), self.phase, self.players) {
+            self.preview = p;
+        }
     }
 }
