@@ -149,7 +149,11 @@ impl PreviewApp {
 
     fn tick(&mut self) {
         self.frame_no += 1;
-        let due = if self.paused { std::mem::take(&mut self.step_once) } else { self.frame_no % self.slow as u64 == 0 };
+        let due = if self.paused {
+            std::mem::take(&mut self.step_once)
+        } else {
+            self.frame_no.is_multiple_of(self.slow as u64)
+        };
         if !due {
             return;
         }
