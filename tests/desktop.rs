@@ -326,3 +326,50 @@ fn with_no_display_a_windowed_run_fails_at_once_with_a_clear_message() {
     assert!(err.contains("no display") && err.contains("--dedicated"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn window_preview_reloads_a_saved_pattern_and_draws_it() {
+    let x = xvfb();
+    let cfg = tempfile::tempdir().unwrap();
+    let m = hailfire::content::scaffold::new_mod(cfg.path(), "pv").unwrap();
+    let shot = cfg.path().join("preview.png");
+    let mut g = Game::start(
+        &x,
+        cfg.path(),
+        &[
+            "--capture-after",
+            "5",
+            "--capture",
+            shot.to_str().unwrap(),
+            "--quit-after",
+            "6",
+            "preview",
+            m.to_str().unwrap(),
+            "--boss",
+            "pv_boss",
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let rings = m.join("emitters/pv_boss_rings.lua");
+    let s = std::fs::read_to_string(&rings).unwrap().replace("n = 18", "n = 40");
+    std::fs::write(&rings, s).unwrap();
+    g.wait_for(&|l| l.contains("save to screen"), 20);
+    let log = std::fs::read_to_string(cfg.path().join("game.log")).unwrap_or_default();
+    let ms: f64 = log
+        .lines()
+        .find(|l| l.contains("save to screen"))
+        .and_then(|l| l.split("ms=").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("the preview logged its save-to-screen time");
+    assert!(ms < 1000.0, "the saved pattern was on screen {ms} ms after the save");
+    // It quits by itself after 6 s, the capture written.
+    let start = std::time::Instant::now();
+    while g.child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the preview did not quit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ((w, h), rgba) = hailfire::app::render::read_png(&shot).unwrap();
+    let bright = rgba.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 450).count();
+    assert!(bright > 1000, "the frame shows the fight and the panel ({bright} bright px of {w}x{h})");
+}
