@@ -32,6 +32,10 @@ struct Cli {
     /// datagram; 1: every tick, bullets up to 2 ticks sooner for ~0.4 KB/s more a player).
     #[arg(long, default_value_t = hailfire::protocol::SNAPSHOT_EVERY_TICKS, value_parser = clap::value_parser!(u32).range(1..=6))]
     event_every: u32,
+    /// Reload the dedicated server's mods when one of their files is saved: fights that
+    /// start after the save use the new version, running ones finish on the old.
+    #[arg(long)]
+    watch_mods: bool,
     /// Extra mod folder for the dedicated server (a mod, or a folder of mods); repeatable.
     /// Players need not have these mods: the server sends what their game needs at join.
     #[arg(long = "mods", value_name = "DIR")]
@@ -227,6 +231,7 @@ fn main() -> ExitCode {
             events_every_ticks: cli.event_every,
             mods: cli.mods,
             password: cli.password.filter(|p| !p.is_empty()),
+            watch_mods: cli.watch_mods,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,

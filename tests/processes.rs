@@ -385,3 +385,49 @@ fn mods_new_then_mods_check_passes_from_the_command_line() {
     let out = hf(dir.path()).args(["mods", "stubs"]).arg(&m).output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("hailfire.d.lua"));
 }
+
+#[test]
+fn watch_mods_reloads_a_saved_emitter_for_new_fights_and_leaves_running_ones_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mods = dir.path().join("mods");
+    let m = hailfire::content::scaffold::new_mod(&mods, "hot").unwrap();
+    // One player per run, no waves: each bot gets its own fight with the boss at once.
+    let d = std::fs::read_to_string(m.join("dungeons.toml")).unwrap();
+    let d =
+        d.split("\n[[hot_arena.waves]]").next().unwrap().replace("boss_delay = 60", "boss_delay = 0\nmax_players = 1");
+    std::fs::write(m.join("dungeons.toml"), d).unwrap();
+    let rings = m.join("emitters/hot_boss_rings.lua");
+    let pattern = std::fs::read_to_string(&rings).unwrap();
+    std::fs::write(&rings, format!("every(30, nil, function() log(\"pattern version 1\") end)\n{pattern}")).unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str(), "--watch-mods".as_ref()]);
+    let cache = dir.path().join("cache");
+    let bot_in = |name: &str, secs: &str| {
+        hf(dir.path())
+            .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", "hot_arena", "--seconds", secs])
+            .args(["--name", name])
+            .env("XDG_CACHE_HOME", &cache)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let first = bot_in("first", "22");
+    wait_for(&log, &|s| s.contains("pattern version 1"), 20);
+    // Save a new version of the pattern while the first fight runs.
+    std::fs::write(&rings, format!("every(30, nil, function() log(\"pattern version 2\") end)\n{pattern}")).unwrap();
+    let s = wait_for(&log, &|s| s.contains("mods reloaded"), 10);
+    let reloaded_at = s.find("mods reloaded").unwrap();
+    let second = bot_in("second", "10");
+    let (c2, out2) = finish(second, 40);
+    let (c1, out1) = finish(first, 40);
+    let _ = server.kill();
+    let _ = server.wait();
+    let s = read(&log);
+    assert_eq!((c1, c2), (0, 0), "{out1}\n{out2}\n{s}");
+    let after = &s[reloaded_at..];
+    assert!(after.contains("pattern version 2"), "the fight that started after the save runs the new pattern:\n{s}");
+    assert!(after.contains("pattern version 1"), "the running fight was not disturbed:\n{s}");
+    assert!(!s.contains("join again"), "only an emitter changed: nobody was asked to rejoin");
+}

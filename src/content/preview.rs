@@ -115,6 +115,57 @@ impl Preview {
 /// reloads once the mod's folder has been quiet this long.
 pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(40);
 
+/// Watches mod folders for saved `.lua` and `.toml` files, and says when a burst of
+/// changes has settled (`RELOAD_DEBOUNCE` of quiet). The preview and `--watch-mods` use it.
+pub struct ModWatcher {
+    events: mpsc::Receiver<notify::Result<notify::Event>>,
+    quiet_since: Option<Instant>,
+    /// When the first change of the current burst was seen.
+    pub changed_at: Option<Instant>,
+    debounce: Duration,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl ModWatcher {
+    pub fn new(dirs: &[PathBuf], debounce: Duration) -> Result<ModWatcher, String> {
+        use notify::Watcher;
+        let (tx, events) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(tx).map_err(|e| format!("cannot watch files: {e}"))?;
+        for d in dirs {
+            watcher
+                .watch(d, notify::RecursiveMode::Recursive)
+                .map_err(|e| format!("cannot watch {}: {e}", d.display()))?;
+        }
+        Ok(ModWatcher { events, quiet_since: None, changed_at: None, debounce, _watcher: watcher })
+    }
+
+    /// True once after a burst of changes has settled.
+    pub fn poll(&mut self) -> bool {
+        let now = Instant::now();
+        while let Ok(ev) = self.events.try_recv() {
+            // Only events that can change what loads (not reads or editors' hidden files).
+            let relevant = ev.as_ref().is_ok_and(|e| {
+                !matches!(e.kind, notify::EventKind::Access(_))
+                    && e.paths.iter().any(|p| {
+                        p.extension().is_some_and(|x| x == "lua" || x == "toml")
+                            && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                    })
+            });
+            if relevant {
+                self.changed_at.get_or_insert(now);
+                self.quiet_since = Some(now);
+            }
+        }
+        match self.quiet_since {
+            Some(q) if now.duration_since(q) >= self.debounce => {
+                self.quiet_since = None;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A preview that reloads when any file of its mod is saved. A mod that no longer loads
 /// keeps the last good version running and holds the errors until a save fixes them.
 pub struct PreviewHost {
@@ -130,9 +181,7 @@ pub struct PreviewHost {
     pub reloaded_at: Option<Instant>,
     /// When the first change of the current burst was seen.
     pub changed_at: Option<Instant>,
-    events: mpsc::Receiver<notify::Result<notify::Event>>,
-    quiet_since: Option<Instant>,
-    _watcher: notify::RecommendedWatcher,
+    watcher: ModWatcher,
 }
 
 impl PreviewHost {
@@ -142,14 +191,8 @@ impl PreviewHost {
         phase: Option<usize>,
         players: usize,
     ) -> Result<PreviewHost, Vec<String>> {
-        use notify::Watcher;
         let preview = Preview::load(path, target.clone(), phase, players)?;
-        let (tx, events) = mpsc::channel();
-        let mut watcher =
-            notify::recommended_watcher(tx).map_err(|e| vec![format!("cannot watch {}: {e}", path.display())])?;
-        watcher
-            .watch(path, notify::RecursiveMode::Recursive)
-            .map_err(|e| vec![format!("cannot watch {}: {e}", path.display())])?;
+        let watcher = ModWatcher::new(&[path.to_path_buf()], RELOAD_DEBOUNCE).map_err(|e| vec![e])?;
         Ok(PreviewHost {
             path: path.to_path_buf(),
             target,
@@ -160,38 +203,19 @@ impl PreviewHost {
             reloads: 0,
             reloaded_at: None,
             changed_at: None,
-            events,
-            quiet_since: None,
-            _watcher: watcher,
+            watcher,
         })
     }
 
     /// Takes file events; once the folder is quiet, reloads. Returns true when it reloaded
     /// (successfully or not).
     pub fn poll(&mut self) -> bool {
-        let now = Instant::now();
-        while let Ok(ev) = self.events.try_recv() {
-            // Only events that can change what loads (not reads or the editor's swap files).
-            let relevant = ev.as_ref().is_ok_and(|e| {
-                !matches!(e.kind, notify::EventKind::Access(_))
-                    && e.paths.iter().any(|p| {
-                        p.extension().is_some_and(|x| x == "lua" || x == "toml")
-                            && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
-                    })
-            });
-            if relevant {
-                self.changed_at.get_or_insert(now);
-                self.quiet_since = Some(now);
-            }
+        if !self.watcher.poll() {
+            return false;
         }
-        match self.quiet_since {
-            Some(q) if now.duration_since(q) >= RELOAD_DEBOUNCE => {
-                self.quiet_since = None;
-                self.reload();
-                true
-            }
-            _ => false,
-        }
+        self.changed_at = self.watcher.changed_at.take();
+        self.reload();
+        true
     }
 
     /// Loads the mod again: the new version restarts the fight; a broken one leaves the

@@ -27,10 +27,64 @@ pub struct DedicatedOptions {
     pub mods: Vec<std::path::PathBuf>,
     /// Players must give this password to join (None: anyone may).
     pub password: Option<String>,
+    /// Reload mods when their files are saved (`--watch-mods`).
+    pub watch_mods: bool,
+}
+
+/// Reloads the server's mods when a file under them is saved (`--watch-mods`).
+pub struct ModReloader {
+    pub watcher: crate::content::preview::ModWatcher,
+    /// The extra mod folders the server was started with.
+    pub mods: Vec<std::path::PathBuf>,
+}
+
+impl ModReloader {
+    /// Watches the folders the server loads mods from.
+    pub fn new(mods: &[std::path::PathBuf]) -> Result<ModReloader, String> {
+        let mut dirs: Vec<std::path::PathBuf> = mods.to_vec();
+        for r in crate::content::default_roots() {
+            let (crate::content::ModRoot::Mod(p) | crate::content::ModRoot::Folder(p)) = r;
+            if p.is_dir() {
+                dirs.push(p);
+            }
+        }
+        let watcher = crate::content::preview::ModWatcher::new(&dirs, Duration::from_millis(300))?;
+        Ok(ModReloader { watcher, mods: mods.to_vec() })
+    }
+
+    fn poll<T: Transport>(&mut self, server: &mut Server<T>) {
+        if !self.watcher.poll() {
+            return;
+        }
+        self.watcher.changed_at = None;
+        let content = Content::load_configured(&self.mods, &[]);
+        match server.reload(&content) {
+            Ok(o) => info!(
+                players_asked_to_rejoin = o.players_asked_to_rejoin,
+                client_content_changed = o.client_content_changed,
+                running_on_old = server.world.instances_on_old_content(),
+                "mods reloaded: instances opened from now on use them; running fights finish on the old ones"
+            ),
+            Err(errors) => {
+                for e in &errors {
+                    warn!("{e}");
+                }
+                warn!(
+                    errors = errors.len(),
+                    "a saved mod does not load: the running content stays (fix it and save again)"
+                );
+            }
+        }
+    }
 }
 
 /// The fixed-rate loop shared by the dedicated and the listen server.
-pub fn run_loop<T: Transport>(server: &mut Server<T>, stop: &AtomicBool, exit_after: Option<f64>) {
+pub fn run_loop<T: Transport>(
+    server: &mut Server<T>,
+    stop: &AtomicBool,
+    exit_after: Option<f64>,
+    mut reload: Option<&mut ModReloader>,
+) {
     let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
     let start = Instant::now();
     let mut next = start;
@@ -41,6 +95,9 @@ pub fn run_loop<T: Transport>(server: &mut Server<T>, stop: &AtomicBool, exit_af
             break;
         }
         server.tick();
+        if let Some(r) = reload.as_deref_mut() {
+            r.poll(server);
+        }
         next += period;
         let now = Instant::now();
         if next > now {
@@ -104,7 +161,21 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)).context("installing the signal handler")?;
     info!(%addr, max_players = opts.max_players, "dedicated server listening");
     println!("hailfire dedicated server listening on {addr}");
-    run_loop(&mut server, &stop, opts.exit_after);
+    let mut reloader = if opts.watch_mods {
+        match ModReloader::new(&opts.mods) {
+            Ok(r) => {
+                info!("watching the mod folders: a saved mod reloads for the fights that start after it");
+                Some(r)
+            }
+            Err(e) => {
+                warn!("--watch-mods: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    run_loop(&mut server, &stop, opts.exit_after, reloader.as_mut());
     info!(players = server.connected_players(), tick = server.world.tick, "stopping: disconnecting everyone");
     server.shutdown();
     std::thread::sleep(Duration::from_millis(100));

@@ -56,7 +56,7 @@ impl ListenServer {
                 let _ = tx.send(enet.local_addr());
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
-                run_loop(&mut server, &s2, None);
+                run_loop(&mut server, &s2, None, None);
                 server.shutdown();
             })
             .context("starting the server thread")?;

@@ -96,6 +96,14 @@ struct Peer {
     rate: [u32; CHANNEL_COUNT],
 }
 
+/// What a content reload did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReloadOutcome {
+    /// What players' games hold changed (so they had to join again).
+    pub client_content_changed: bool,
+    pub players_asked_to_rejoin: usize,
+}
+
 /// Counters a host or a test can read.
 #[derive(Clone, Debug, Default)]
 pub struct ServerStats {
@@ -656,6 +664,44 @@ impl<T: Transport> Server<T> {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.instance = Some(inst);
         }
+    }
+
+    /// Takes reloaded content (a mod was saved, `--watch-mods`). Content that does not load
+    /// is refused and the running one stays. Otherwise instances opened from now on use
+    /// it and running fights finish on theirs. When what players' games hold changes too
+    /// (looks, names, dungeons), players already in are told to join again, which
+    /// downloads it: a game cannot swap its content mid-session yet.
+    pub fn reload(&mut self, content: &Content) -> Result<ReloadOutcome, Vec<String>> {
+        let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
+        if !errors.is_empty() || !content.base_loaded() {
+            return Err(errors);
+        }
+        let client = ClientContent::of(content);
+        let changed = client.digest != self.content.digest;
+        self.world.reload(content.defs.clone(), content.script_factory());
+        let mut rejoin = 0;
+        if changed {
+            self.packed = client.packed();
+            self.content = client;
+            self.enemy_index = content.defs.enemies.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
+            self.boss_index = content.defs.bosses.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
+            let ids: Vec<PeerId> = self
+                .peers
+                .iter()
+                .filter(|(_, p)| !matches!(p.state, PeerState::Handshake { .. }))
+                .map(|(id, _)| *id)
+                .collect();
+            rejoin = ids.len();
+            for peer in ids {
+                self.drop_peer(
+                    peer,
+                    Some(RejectReason::Kicked {
+                        reason: "the server's mods changed: join again to download them".into(),
+                    }),
+                );
+            }
+        }
+        Ok(ReloadOutcome { client_content_changed: changed, players_asked_to_rejoin: rejoin })
     }
 
     /// Ends every connection (server shutdown). Bodies go linkdead like any other drop.

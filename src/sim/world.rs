@@ -17,6 +17,9 @@ pub struct World {
     pub instances: BTreeMap<InstanceId, Instance>,
     pub hub: InstanceId,
     factory: Arc<dyn ScriptFactory>,
+    /// The definitions each instance was opened with: after a reload, running instances
+    /// finish on theirs while new ones use the new (`reload`).
+    inst_defs: BTreeMap<InstanceId, Arc<Defs>>,
     seed: u64,
     next_instance: InstanceId,
     location: BTreeMap<PlayerId, InstanceId>,
@@ -35,6 +38,7 @@ impl World {
             instances: BTreeMap::new(),
             hub: 0,
             factory,
+            inst_defs: BTreeMap::new(),
             seed,
             next_instance: 0,
             location: BTreeMap::new(),
@@ -52,6 +56,7 @@ impl World {
         let seed = self.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let inst = Instance::new(id, kind.clone(), &self.defs, self.factory.create(seed), seed);
         self.instances.insert(id, inst);
+        self.inst_defs.insert(id, self.defs.clone());
         if let InstanceKind::Dungeon(d) = kind {
             self.pending.push(SimEvent::InstanceOpened { instance: id, dungeon: d });
         }
@@ -139,8 +144,9 @@ impl World {
         events.clear();
         events.append(&mut self.pending);
         let mut requests = std::mem::take(&mut self.requests);
-        for inst in self.instances.values_mut() {
-            inst.step(tick, &self.defs, &mut events, &mut requests);
+        for (id, inst) in self.instances.iter_mut() {
+            let defs = self.inst_defs.get(id).unwrap_or(&self.defs);
+            inst.step(tick, defs, &mut events, &mut requests);
         }
         self.events = events;
         for r in requests.drain(..) {
@@ -158,10 +164,25 @@ impl World {
             self.instances.values().filter(|i| !i.is_hub() && i.players.is_empty()).map(|i| i.id).collect();
         for id in empty {
             self.instances.remove(&id);
+            self.inst_defs.remove(&id);
             self.pending.push(SimEvent::InstanceClosed { instance: id });
         }
         self.events.append(&mut self.pending);
         &self.events
+    }
+
+    /// New definitions and scripts (a mod was saved): instances opened from now on use
+    /// them; running fights finish on the ones they started with. The hub takes the new
+    /// definitions at once (it runs no scripts).
+    pub fn reload(&mut self, defs: Arc<Defs>, factory: Arc<dyn ScriptFactory>) {
+        self.defs = defs.clone();
+        self.factory = factory;
+        self.inst_defs.insert(self.hub, defs);
+    }
+
+    /// How many instances still run on definitions other than the current ones.
+    pub fn instances_on_old_content(&self) -> usize {
+        self.inst_defs.values().filter(|d| !Arc::ptr_eq(d, &self.defs)).count()
     }
 
     /// Events of the last step (also returned by [`step`](Self::step)).
