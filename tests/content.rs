@@ -783,3 +783,12 @@ fn the_preview_reloads_on_save_and_a_broken_save_keeps_the_last_good_version() {
     wait_reload(&mut host, 3);
     assert!(host.errors.is_empty(), "{:?}", host.errors);
 }
+
+#[test]
+fn a_fan_with_both_aim_and_angle_is_a_warning_saying_aim_wins() {
+    let d = mod_with_script("wait(2)\nfan{n = 3, angle = 45, aim = \"nearest\"}\nwait(1000)\n");
+    let r = validate::check(&[d.path().to_path_buf()]);
+    assert_eq!(r.errors(), 0);
+    let w: Vec<String> = r.diagnostics.iter().filter(|d| !d.is_error()).map(|d| d.to_string()).collect();
+    assert!(w.iter().any(|x| x.contains("e.lua:2") && x.contains("'aim' wins")), "{w:#?}");
+}

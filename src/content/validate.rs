@@ -234,6 +234,13 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
         diagnostics.push(script_diagnostic(content, &msg));
     }
     logs.dedup();
+    // A script's warnings (given once per place: `fan` with both `aim` and `angle`, say).
+    for l in logs.iter().filter_map(|l| l.strip_prefix("warning: ")) {
+        let w = Diagnostic::warning(None, None, l.to_string());
+        if !diagnostics.iter().any(|d: &Diagnostic| d.message == w.message) {
+            diagnostics.push(w);
+        }
+    }
     DryRun { diagnostics, logs, emitters_run, bosses_run, dungeons_run }
 }
 

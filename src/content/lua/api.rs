@@ -255,6 +255,9 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
             let spread = num(&t, "spread")?.unwrap_or(30.0);
             let aimed = t.get::<Value>("aim")?;
             with_ctx(lua, |c| {
+                if !matches!(aimed, Value::Nil) && spec.angle.is_some() && c.warned.insert(at.clone()) {
+                    c.logs.push(format!("warning: {at}fan: both 'aim' and 'angle' are given; 'aim' wins"));
+                }
                 let centre = match (&aimed, spec.angle) {
                     (Value::Nil, Some(a)) => a,
                     (Value::Nil, None) => aim_angle(c, &Value::Nil)?,

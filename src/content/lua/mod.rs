@@ -139,6 +139,8 @@ struct Ctx {
     last_pos: String,
     cmds: Vec<ScriptCmd>,
     logs: Vec<String>,
+    /// Warnings already given, by place (each is given once per instance).
+    warned: HashSet<String>,
     new_tasks: Vec<Thread>,
     rng: Rng,
     names: Arc<Names>,
@@ -380,6 +382,7 @@ impl LuaRuntime {
             last_pos: String::new(),
             cmds: Vec::new(),
             logs: Vec::new(),
+            warned: HashSet::new(),
             new_tasks: Vec::new(),
             rng: Rng::new(seed ^ 0x4c75_6121),
             names,
