@@ -74,14 +74,21 @@ impl Session {
         }
     }
 
-    pub fn host(content: &Content, name: &str, address: &str, port: u16) -> anyhow::Result<Session> {
+    pub fn host(content: &Content, settings: &crate::app::settings::Settings) -> anyhow::Result<Session> {
+        let (name, address, port) = (&settings.name, &settings.host_address, settings.host_port);
         let ip: std::net::IpAddr = address
             .parse()
             .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
-        let server = match ListenServer::start(content.clone(), SocketAddr::new(ip, port), Default::default()) {
+        let watch = settings.watch_mods.then(|| settings.disabled_mods.clone());
+        let server = match ListenServer::start_watching(
+            content.clone(),
+            SocketAddr::new(ip, port),
+            Default::default(),
+            watch.clone(),
+        ) {
             Ok(s) => s,
             // The port is taken (another game?): take any free one and say which.
-            Err(_) => ListenServer::start(content.clone(), SocketAddr::new(ip, 0), Default::default())?,
+            Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), Default::default(), watch)?,
         };
         // The host's client holds the very content the server runs: nothing to transfer.
         let installed = Some(ClientContent::of(content));

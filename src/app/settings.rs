@@ -97,6 +97,8 @@ pub struct Settings {
     /// Mods (by id) turned off in the Mods menu: not loaded when hosting. The base game
     /// cannot be turned off. Joining a server always plays that server's content.
     pub disabled_mods: Vec<String>,
+    /// When hosting, reload mods whose files are saved (new fights use them).
+    pub watch_mods: bool,
 }
 
 impl Default for Settings {
@@ -109,6 +111,7 @@ impl Default for Settings {
             fullscreen: false,
             vsync: true,
             show_net_overlay: false,
+            watch_mods: false,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "0.0.0.0".into(),

@@ -485,12 +485,7 @@ impl App {
         if let Some(a) = menu_action {
             match a {
                 menu::MenuAction::Host => {
-                    let s = Session::host(
-                        &self.content,
-                        &self.settings.name,
-                        &self.settings.host_address,
-                        self.settings.host_port,
-                    );
+                    let s = Session::host(&self.content, &self.settings);
                     self.start_session(s, None);
                 }
                 menu::MenuAction::Join { addr, password, accept_key } => {
@@ -555,8 +550,7 @@ impl ApplicationHandler for App {
             tracing::warn!("{w}");
         }
         if self.opts.host {
-            let s =
-                Session::host(&self.content, &self.settings.name, &self.settings.host_address, self.settings.host_port);
+            let s = Session::host(&self.content, &self.settings);
             self.start_session(s, None);
         } else if let Some(addr) = self.opts.join.clone() {
             let s = Session::join(&self.content, &self.settings.name, &addr, None, None);

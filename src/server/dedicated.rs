@@ -36,6 +36,8 @@ pub struct ModReloader {
     pub watcher: crate::content::preview::ModWatcher,
     /// The extra mod folders the server was started with.
     pub mods: Vec<std::path::PathBuf>,
+    /// Mods turned off (host-and-play's Mods menu).
+    pub disabled: Vec<String>,
 }
 
 impl ModReloader {
@@ -49,7 +51,13 @@ impl ModReloader {
             }
         }
         let watcher = crate::content::preview::ModWatcher::new(&dirs, Duration::from_millis(300))?;
-        Ok(ModReloader { watcher, mods: mods.to_vec() })
+        Ok(ModReloader { watcher, mods: mods.to_vec(), disabled: Vec::new() })
+    }
+
+    /// Leaves these mods out of every reload.
+    pub fn disabled(mut self, ids: Vec<String>) -> Self {
+        self.disabled = ids;
+        self
     }
 
     fn poll<T: Transport>(&mut self, server: &mut Server<T>) {
@@ -57,7 +65,7 @@ impl ModReloader {
             return;
         }
         self.watcher.changed_at = None;
-        let content = Content::load_configured(&self.mods, &[]);
+        let content = Content::load_configured(&self.mods, &self.disabled);
         match server.reload(&content) {
             Ok(o) => info!(
                 players_asked_to_rejoin = o.players_asked_to_rejoin,

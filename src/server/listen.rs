@@ -27,6 +27,17 @@ pub struct ListenServer {
 
 impl ListenServer {
     pub fn start(content: Content, bind: SocketAddr, config: ServerConfig) -> anyhow::Result<ListenServer> {
+        Self::start_watching(content, bind, config, None)
+    }
+
+    /// [`start`](Self::start), reloading saved mods (leaving out `watch`'s disabled ones)
+    /// for the fights that start after a save, as `--dedicated --watch-mods` does.
+    pub fn start_watching(
+        content: Content,
+        bind: SocketAddr,
+        config: ServerConfig,
+        watch: Option<Vec<String>>,
+    ) -> anyhow::Result<ListenServer> {
         // Friends' games would refuse content that fails their validator: say so now.
         if let Some(e) = &content.client_refusal {
             anyhow::bail!("players' games would refuse the mods you host: {e}");
@@ -56,7 +67,14 @@ impl ListenServer {
                 let _ = tx.send(enet.local_addr());
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
-                run_loop(&mut server, &s2, None, None);
+                let mut reloader = watch.and_then(|disabled| match super::dedicated::ModReloader::new(&[]) {
+                    Ok(r) => Some(r.disabled(disabled)),
+                    Err(e) => {
+                        tracing::warn!("watching mods: {e}");
+                        None
+                    }
+                });
+                run_loop(&mut server, &s2, None, reloader.as_mut());
                 server.shutdown();
             })
             .context("starting the server thread")?;

@@ -241,6 +241,9 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
             ui.label("Network overlay");
             changed |= ui.checkbox(&mut s.show_net_overlay, "").changed();
             ui.end_row();
+            ui.label("Reload saved mods while hosting");
+            changed |= ui.checkbox(&mut s.watch_mods, "").changed();
+            ui.end_row();
             ui.label("Host on UDP port");
             changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
             ui.end_row();
