@@ -1141,3 +1141,36 @@ fn the_bot_reports_the_dungeon_it_played_and_the_boss_phases_it_saw() {
     assert!(brain.saw_boss);
     assert_eq!(brain.last_phase, Some(2), "the Warden's second phase was seen");
 }
+
+#[test]
+fn a_client_nobody_drains_keeps_a_bounded_event_queue() {
+    // The bot and any headless client never play the sounds: their queue must not grow
+    // over a long fight (hits on the boss alone are 40 events a second here).
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("headless", LinkProfile::CLEAN);
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 8);
+    assert!(st.run_until(
+        60 * 20,
+        |_, cl| brain.think(cl),
+        |st| st.clients[0].view.as_ref().is_some_and(|v| !v.dungeon.is_empty())
+    ));
+    let id = st.clients[0].player_id.unwrap();
+    let inst = st.server.world.instance_of(id).unwrap();
+    let defs = st.server.world.defs.clone();
+    let t = st.server.world.tick;
+    let mut ev = Vec::new();
+    st.server.world.instances.get_mut(&inst).unwrap().start_boss(&defs, t, &mut ev);
+    let mut peak = 0;
+    for _ in 0..60 * 90 {
+        if let Some(i) = st.server.world.instances.get_mut(&inst) {
+            i.force_boss_hp(&defs, 0.9, &mut ev);
+            for p in i.players.iter_mut() {
+                p.hp = 100;
+            }
+        }
+        st.step(|_, cl| brain.think(cl));
+        peak = peak.max(st.clients[0].events.len());
+    }
+    assert!(peak >= client::MAX_PENDING_EVENTS / 2, "the fight made plenty of events ({peak} at most queued)");
+    assert!(peak <= client::MAX_PENDING_EVENTS + 64, "bounded ({peak})");
+}

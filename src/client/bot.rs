@@ -178,6 +178,7 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             }
             let input = brain.think(c);
             c.update(now, input);
+            c.events.clear(); // nothing plays sounds here
         }
         if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
             break;

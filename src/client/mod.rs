@@ -61,6 +61,8 @@ pub const INPUT_ACK_STALL_LIMIT: u32 = 8;
 /// Reconciliation: an error beyond this snaps; smaller errors blend.
 pub const SNAP_DISTANCE: f32 = 24.0;
 pub const BLEND: f32 = 0.3;
+/// Most client events kept undrained.
+pub const MAX_PENDING_EVENTS: usize = 1024;
 /// Joining a server that does not answer fails after this long.
 pub const JOIN_TIMEOUT_MS: f64 = 8_000.0;
 /// A content download that makes no progress for this long fails.
@@ -235,6 +237,9 @@ pub struct Client<T: Transport> {
     /// Predicted position of the local player.
     pub pred: Option<Vec2>,
     pub stats: ClientStats,
+    /// Things for the app to turn into sound and flashes; it drains them every frame. At
+    /// most `MAX_PENDING_EVENTS` wait (the oldest go first), so a client nobody drains (the
+    /// bot) does not grow.
     pub events: Vec<ClientEvent>,
     inbox: Vec<NetEvent>,
     transport_connected: bool,
@@ -614,6 +619,10 @@ impl<T: Transport> Client<T> {
             }
         }
         self.inbox = inbox;
+        if self.events.len() > MAX_PENDING_EVENTS {
+            let cut = self.events.len() - MAX_PENDING_EVENTS;
+            self.events.drain(..cut);
+        }
     }
 
     fn on_message(&mut self, m: ServerMsg) {
