@@ -1161,7 +1161,7 @@ fn a_client_nobody_drains_keeps_a_bounded_event_queue() {
     let mut ev = Vec::new();
     st.server.world.instances.get_mut(&inst).unwrap().start_boss(&defs, t, &mut ev);
     let mut peak = 0;
-    for _ in 0..60 * 90 {
+    for _ in 0..60 * 300 {
         if let Some(i) = st.server.world.instances.get_mut(&inst) {
             i.force_boss_hp(&defs, 0.9, &mut ev);
             for p in i.players.iter_mut() {
@@ -1171,6 +1171,6 @@ fn a_client_nobody_drains_keeps_a_bounded_event_queue() {
         st.step(|_, cl| brain.think(cl));
         peak = peak.max(st.clients[0].events.len());
     }
-    assert!(peak >= client::MAX_PENDING_EVENTS / 2, "the fight made plenty of events ({peak} at most queued)");
+    assert!(peak >= client::MAX_PENDING_EVENTS, "the fight made more events than the cap ({peak} at most queued)");
     assert!(peak <= client::MAX_PENDING_EVENTS + 64, "bounded ({peak})");
 }
