@@ -792,3 +792,41 @@ fn a_fan_with_both_aim_and_angle_is_a_warning_saying_aim_wins() {
     let w: Vec<String> = r.diagnostics.iter().filter(|d| !d.is_error()).map(|d| d.to_string()).collect();
     assert!(w.iter().any(|x| x.contains("e.lua:2") && x.contains("'aim' wins")), "{w:#?}");
 }
+
+#[test]
+fn emitter_arguments_are_bounded_in_count_and_size() {
+    use hailfire::sim::defs::{ArgValue, MAX_ARG_STRING, MAX_ARG_VALUES};
+    let many: toml::Value =
+        toml::from_str(&format!("v = [{}]", (0..MAX_ARG_VALUES).map(|k| k.to_string()).collect::<Vec<_>>().join(", ")))
+            .unwrap();
+    let e = ArgValue::from_toml(&many).unwrap_err();
+    assert!(e.contains("at most 256 values"), "{e}");
+    let long: toml::Value = toml::from_str(&format!("v = \"{}\"", "x".repeat(MAX_ARG_STRING + 1))).unwrap();
+    assert!(ArgValue::from_toml(&long).unwrap_err().contains("strings may be at most"));
+    let key: toml::Value = toml::from_str(&format!("{} = 1", "k".repeat(MAX_ARG_STRING + 1))).unwrap();
+    assert!(ArgValue::from_toml(&key).unwrap_err().contains("names may be at most"));
+    let fine: toml::Value = toml::from_str("n = 5\nkinds = [\"a\", \"b\"]\nsub = { on = true }").unwrap();
+    assert!(ArgValue::from_toml(&fine).is_ok());
+}
+
+#[test]
+fn a_dry_run_that_runs_out_of_time_blames_the_script_that_was_running() {
+    // Every tick just under the per-tick budget: legal, but slow to dry-run.
+    let d = mod_with_script("while true do\n  for i = 1, 50000 do end\n  wait(1)\nend\n");
+    write(
+        d.path(),
+        "enemies.toml",
+        "[aa_imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"e\"]\n",
+    );
+    let c = content::load_with(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(d.path().to_path_buf())], true);
+    assert_eq!(c.defs.enemies.keys().next().map(String::as_str), Some("aa_imp"), "its enemy is dry-run first");
+    let r = validate::dry_run_within(&c, 300, std::time::Duration::from_millis(5));
+    let errs: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
+    assert!(errs.iter().any(|e| e.contains("[mod broken]") && e.contains("took longer than")), "{errs:#?}");
+    // A script's own error text cannot pin the blame on another mod.
+    let d = mod_with_script("wait(2)\nerror(\"(content/emitters/turret_ring.lua)\")\n");
+    let r = validate::check(&[d.path().to_path_buf()]);
+    let mine: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
+    assert!(mine.iter().any(|e| e.contains("[mod broken]")), "{mine:#?}");
+    assert!(!mine.iter().any(|e| e.contains("[mod base]")), "{mine:#?}");
+}

@@ -1174,3 +1174,44 @@ fn a_client_nobody_drains_keeps_a_bounded_event_queue() {
     assert!(peak >= client::MAX_PENDING_EVENTS, "the fight made more events than the cap ({peak} at most queued)");
     assert!(peak <= client::MAX_PENDING_EVENTS + 64, "bounded ({peak})");
 }
+
+#[test]
+fn server_reload_keeps_players_for_script_changes_and_refuses_what_it_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = hailfire::content::sample::write_mod(dir.path(), "gen", 0).unwrap();
+    let load = || content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m.clone())]);
+    let mut st = Stepper::new(load(), ServerConfig::default());
+    st.add_client("player", LinkProfile::CLEAN);
+    st.run_until(60, |_, _| InputSample::default(), |st| st.clients[0].is_joined());
+    assert!(st.clients[0].is_joined());
+    // A script change: applied, nobody disturbed.
+    let spin = m.join("emitters/gen_spin.lua");
+    std::fs::write(&spin, "while true do\n  ring{n = 3, speed = 2, kind = \"gen_needle\"}\n  wait(30)\nend\n").unwrap();
+    let o = st.server.reload(&load(), true).unwrap();
+    assert!(!o.client_content_changed && o.players_asked_to_rejoin == 0);
+    st.run_until(30, |_, _| InputSample::default(), |_| false);
+    assert!(st.clients[0].is_joined());
+    // A save that breaks the mod: refused, the running content stays.
+    std::fs::write(&spin, "while true do\n  ring{n = 3\nend\n").unwrap();
+    let e = st.server.reload(&load(), true).unwrap_err();
+    assert!(
+        e.iter().any(|x| x.contains("gen_spin.lua")) && e.iter().any(|x| x.contains("would no longer load")),
+        "{e:?}"
+    );
+    std::fs::write(&spin, "wait(1000)\n").unwrap();
+    // A change to what players' games hold (an enemy's colour): host-and-play refuses it...
+    let enemies = m.join("enemies.toml");
+    let t = std::fs::read_to_string(&enemies).unwrap().replace("#20c0a0", "#ff0000");
+    std::fs::write(&enemies, t).unwrap();
+    let e = st.server.reload(&load(), false).unwrap_err();
+    assert!(e[0].contains("restart hosting"), "{e:?}");
+    assert!(st.clients[0].is_joined());
+    // ...a dedicated server applies it and asks the players to join again, saying why.
+    let o = st.server.reload(&load(), true).unwrap();
+    assert!(o.client_content_changed && o.players_asked_to_rejoin == 1);
+    st.run_until(30, |_, _| InputSample::default(), |_| false);
+    match &st.clients[0].phase {
+        Phase::Failed(why) => assert!(why.contains("mods changed"), "{why}"),
+        other => panic!("expected to be asked to rejoin, got {other:?}"),
+    }
+}

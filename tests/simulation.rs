@@ -544,3 +544,33 @@ fn golden_hashes_pin_the_simulation_bits() {
         assert_eq!(g, w, "{name}: (hash, live bullets) differ from the golden values");
     }
 }
+
+#[test]
+fn a_reload_mid_fight_leaves_the_running_fight_on_its_own_definitions() {
+    let c = base();
+    let mut w = World::new(c.defs.clone(), c.script_factory(), 3);
+    w.add_player(1, "a");
+    let old = w.enter_dungeon(1, "warden_keep").unwrap();
+    let defs = w.defs.clone();
+    let t = w.tick;
+    let mut ev = Vec::new();
+    w.instances.get_mut(&old).unwrap().start_boss(&defs, t, &mut ev);
+    // New definitions: the Warden has a single phase now.
+    let mut nd = (*c.defs).clone();
+    nd.bosses.get_mut("warden").unwrap().phases.truncate(1);
+    w.reload(std::sync::Arc::new(nd), c.script_factory());
+    // The old fight goes through all three of its phases without a panic.
+    for frac in [0.5, 0.2] {
+        let d = defs.clone();
+        w.instances.get_mut(&old).unwrap().force_boss_hp(&d, frac, &mut ev);
+        for _ in 0..30 {
+            w.step();
+        }
+    }
+    assert_eq!(w.instances[&old].boss.as_ref().unwrap().phase, 2, "the old fight reached its third phase");
+    // A newcomer does not join the old run: a new one opens on the new definitions.
+    w.add_player(2, "b");
+    let new = w.enter_dungeon(2, "warden_keep").unwrap();
+    assert_ne!(new, old);
+    assert_eq!(w.instances_on_old_content(), 1);
+}

@@ -140,7 +140,7 @@ pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> C
     if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
         return content;
     }
-    let dry = validate::dry_run(&content, validate::DRY_RUN_TICKS);
+    let dry = validate::dry_run_within(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT);
     let failing: Vec<String> = content
         .mods
         .iter()
@@ -179,7 +179,6 @@ fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[
     }
     let is_off = |id: &str| id != "base" && disabled.iter().any(|d| d == id);
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
-    let broken_ids: std::collections::BTreeSet<String> = parsed.iter().flat_map(|m| m.broken.iter().cloned()).collect();
     let broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>> =
         parsed.iter().filter(|m| !m.broken.is_empty()).map(|m| (m.manifest.id.clone(), m.broken.clone())).collect();
     if lenient {
@@ -204,7 +203,7 @@ fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[
         let (defs, emitters) = loader::merge(&mods);
         let mut scratch = Vec::new();
         let bad: Vec<usize> = (0..mods.len())
-            .filter(|&i| loader::check_refs(&mods[i], &defs, &emitters, &broken_ids, &mut scratch) > 0)
+            .filter(|&i| loader::check_refs(&mods[i], &defs, &emitters, &mods[i].broken, &mut scratch) > 0)
             .collect();
         if bad.is_empty() {
             break (defs, emitters);

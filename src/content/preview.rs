@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::{content_dir, load_for_preview, root_for, Content, ModRoot};
+use super::{load_for_preview, root_for, Content};
 use crate::sim::instance::{Instance, InstanceKind};
 use crate::sim::player::Player;
 use crate::sim::{InputFrame, Vec2};
@@ -35,7 +35,10 @@ impl Preview {
     /// `players` dummy players. An error lists what to fix (file:line) when the mod does
     /// not load or has no such boss or enemy.
     pub fn load(path: &Path, target: Target, phase: Option<usize>, players: usize) -> Result<Preview, Vec<String>> {
-        let content = load_for_preview(&[ModRoot::Mod(content_dir()), root_for(path)]);
+        // Everything the game loads (a mod may depend on another), and this one.
+        let mut roots = super::default_roots();
+        roots.push(root_for(path));
+        let content = load_for_preview(&roots);
         let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
         if !errors.is_empty() {
             return Err(errors);
@@ -94,8 +97,7 @@ impl Preview {
         let defs = self.content.defs.clone();
         let mut ev = Vec::new();
         if let (Some(p), Target::Boss(b)) = (self.phase, &self.target) {
-            let threshold = defs.bosses[b].phases[p].hp_threshold;
-            self.inst.force_boss_hp(&defs, threshold - 0.01, &mut ev);
+            self.inst.force_boss_hp(&defs, super::validate::phase_hold(&defs.bosses[b].phases, p), &mut ev);
         }
         for (k, p) in self.inst.players.iter_mut().enumerate() {
             let a = t as f32 * 0.013 + k as f32 * 2.1;
@@ -130,7 +132,10 @@ impl ModWatcher {
     pub fn new(dirs: &[PathBuf], debounce: Duration) -> Result<ModWatcher, String> {
         use notify::Watcher;
         let (tx, events) = mpsc::channel();
-        let mut watcher = notify::recommended_watcher(tx).map_err(|e| format!("cannot watch files: {e}"))?;
+        // A link inside a mod folder is not followed (a link to / would walk the disk).
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut watcher =
+            notify::RecommendedWatcher::new(tx, config).map_err(|e| format!("cannot watch files: {e}"))?;
         for d in dirs {
             watcher
                 .watch(d, notify::RecursiveMode::Recursive)

@@ -19,6 +19,10 @@ pub fn write_stubs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let stubs = dir.join(STUBS_FILE);
     let luarc = dir.join(LUARC_FILE);
     std::fs::write(&stubs, spec::stubs())?;
+    // A modder's own lua-language-server settings are theirs: written only when absent.
+    if luarc.exists() {
+        return Ok(vec![stubs]);
+    }
     std::fs::write(&luarc, spec::luarc())?;
     Ok(vec![stubs, luarc])
 }

@@ -99,7 +99,29 @@ pub struct DryRun {
 /// game runs this on the mods it loads (`content::load`), so what `mods check` calls an
 /// error is what the game refuses.
 pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
+    dry_run_within(content, ticks, CHECK_TIME_LIMIT)
+}
+
+/// How long `mods check`'s dry run may take in all, and the game's at load.
+pub const CHECK_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+pub const LOAD_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The wall-clock budget of a dry run, and what was running when it ran out.
+struct Budget {
+    deadline: std::time::Instant,
+    limit: std::time::Duration,
+    ran_out_in: Option<String>,
+}
+
+/// [`dry_run`] that stops after `limit`: what was running then is an error of its mod
+/// (scripts that use most of their budget every tick could otherwise make a load last).
+pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Duration) -> DryRun {
     let ticks = ticks.max(1);
+    let mut budget = Budget { deadline: std::time::Instant::now() + limit, limit, ran_out_in: None };
+    let label = |em: Option<&crate::sim::defs::EmitterRef>| -> String {
+        em.and_then(|r| content.emitters.get(&r.id))
+            .map_or("dry run".to_string(), |e| format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path))
+    };
     let mut diagnostics = Vec::new();
     let mut defs: Defs = (*content.defs).clone();
     // A synthetic arena for the dry run, and a dummy owner for emitters nothing uses.
@@ -168,7 +190,8 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
         let mut inst = dry_instance(&defs, &factory, dungeon);
         let mut ev = Vec::new();
         inst.spawn_enemy(&defs, e, Vec2::new(480.0, 200.0), &mut ev);
-        run(&mut inst, &defs, 1, ticks, None, &mut errors, &mut logs);
+        let who = label(defs.enemies[e].emitters.first());
+        run(&mut inst, &defs, 1, ticks, None, &mut errors, &mut logs, &mut budget, &who);
         emitters_run += defs.enemies[e].emitters.len();
     }
     let mut bosses_run = 0;
@@ -183,8 +206,9 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
         let phases = &defs.bosses[b].phases;
         for i in 0..phases.len() {
             let hold = phase_hold(phases, i);
-            run(&mut inst, &defs, t, ticks, Some(hold), &mut errors, &mut logs);
-            if inst.boss.as_ref().map(|x| x.phase) != Some(i) {
+            let who = label(phases[i].emitters.first());
+            run(&mut inst, &defs, t, ticks, Some(hold), &mut errors, &mut logs, &mut budget, &who);
+            if budget.ran_out_in.is_none() && inst.boss.as_ref().map(|x| x.phase) != Some(i) {
                 errors.push(format!("dry run: boss '{b}' could not be held in phase {} for the dry run", i + 1));
             }
             t += ticks;
@@ -204,7 +228,8 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
         let mut inst = dry_instance(&defs, &factory, d);
         let mut ev = Vec::new();
         let mut t = 1;
-        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs);
+        let who = label(defs.bosses[&dd.boss].phases.first().and_then(|p| p.emitters.first()));
+        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs, &mut budget, &who);
         t += ticks;
         for wave in &dd.waves {
             for s in &wave.spawns {
@@ -214,17 +239,23 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
                 }
             }
         }
-        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs);
+        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs, &mut budget, &who);
         t += ticks;
         if inst.boss.is_none() {
             inst.start_boss(&defs, t, &mut ev);
         }
         let phases = &defs.bosses[&dd.boss].phases;
         for i in 0..phases.len() {
-            run(&mut inst, &defs, t, ticks, Some(phase_hold(phases, i)), &mut errors, &mut logs);
+            run(&mut inst, &defs, t, ticks, Some(phase_hold(phases, i)), &mut errors, &mut logs, &mut budget, &who);
             t += ticks;
         }
         dungeons_run += 1;
+    }
+    if let Some(who) = &budget.ran_out_in {
+        errors.push(format!(
+            "{who}: the dry run took longer than {} ms in all and stopped here (a script that uses most of its budget every tick?); what came after was not run",
+            budget.limit.as_millis()
+        ));
     }
     errors.sort();
     errors.dedup();
@@ -246,7 +277,7 @@ pub fn dry_run(content: &super::Content, ticks: u32) -> DryRun {
 
 /// The HP fraction that keeps a boss in phase `i`: halfway between its threshold and the
 /// next one's (or zero).
-fn phase_hold(phases: &[crate::sim::defs::PhaseDef], i: usize) -> f32 {
+pub fn phase_hold(phases: &[crate::sim::defs::PhaseDef], i: usize) -> f32 {
     let next = phases.get(i + 1).map_or(0.0, |p| p.hp_threshold);
     (phases[i].hp_threshold + next) / 2.0
 }
@@ -260,7 +291,9 @@ fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Inst
 }
 
 /// Steps an instance with two players drifting and firing, the boss held at `hold` of
-/// its HP if given; collects script errors and log lines.
+/// its HP if given; collects script errors and log lines. Stops when the budget is spent
+/// (noting `who` was running).
+#[allow(clippy::too_many_arguments)]
 fn run(
     inst: &mut Instance,
     defs: &Defs,
@@ -269,10 +302,19 @@ fn run(
     hold: Option<f32>,
     errors: &mut Vec<String>,
     logs: &mut Vec<String>,
+    budget: &mut Budget,
+    who: &str,
 ) {
     let mut events = Vec::new();
     let mut req = Vec::new();
     for t in start..start + ticks {
+        if budget.ran_out_in.is_some() {
+            return;
+        }
+        if std::time::Instant::now() >= budget.deadline {
+            budget.ran_out_in = Some(who.to_string());
+            return;
+        }
         if let Some(frac) = hold {
             inst.force_boss_hp(defs, frac, &mut events);
         }
@@ -298,7 +340,12 @@ fn run(
 
 /// Turns a runtime error message into a diagnostic with the script's file and line.
 fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
-    let src = content.emitters.values().find(|e| msg.contains(&format!("({})", e.path)));
+    // The runtime starts every message with "mod 'm' emitter 'e' (path)": only that prefix
+    // names the culprit (a script's own error text cannot point at another mod).
+    let src = content
+        .emitters
+        .values()
+        .find(|e| msg.starts_with(&format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path)));
     let Some(src) = src else { return Diagnostic::error(None, None, msg.to_string()) };
     let line = msg
         .split(&format!("{}:", src.chunk_name()))

@@ -38,6 +38,11 @@ pub struct ModReloader {
     pub mods: Vec<std::path::PathBuf>,
     /// Mods turned off (host-and-play's Mods menu).
     pub disabled: Vec<String>,
+    /// Whether players may be asked to rejoin (a dedicated server: yes; host-and-play: no,
+    /// the host would be one of them).
+    pub allow_rejoin: bool,
+    /// A load running on its own thread (the server keeps ticking meanwhile).
+    loading: Option<std::sync::mpsc::Receiver<Content>>,
 }
 
 impl ModReloader {
@@ -51,22 +56,42 @@ impl ModReloader {
             }
         }
         let watcher = crate::content::preview::ModWatcher::new(&dirs, Duration::from_millis(300))?;
-        Ok(ModReloader { watcher, mods: mods.to_vec(), disabled: Vec::new() })
+        Ok(ModReloader { watcher, mods: mods.to_vec(), disabled: Vec::new(), allow_rejoin: true, loading: None })
     }
 
-    /// Leaves these mods out of every reload.
-    pub fn disabled(mut self, ids: Vec<String>) -> Self {
-        self.disabled = ids;
+    /// Leaves these mods out of every reload, and never asks players to rejoin (the host
+    /// of host-and-play is one of them).
+    pub fn for_host(mut self, disabled: Vec<String>) -> Self {
+        self.disabled = disabled;
+        self.allow_rejoin = false;
         self
     }
 
     fn poll<T: Transport>(&mut self, server: &mut Server<T>) {
-        if !self.watcher.poll() {
-            return;
+        // Loading (and its dry run) happens off the tick thread: fights never stall on it.
+        if self.watcher.poll() && self.loading.is_none() {
+            self.watcher.changed_at = None;
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (mods, disabled) = (self.mods.clone(), self.disabled.clone());
+            let spawned = std::thread::Builder::new().name("hailfire-reload".into()).spawn(move || {
+                let _ = tx.send(Content::load_configured(&mods, &disabled));
+            });
+            match spawned {
+                Ok(_) => self.loading = Some(rx),
+                Err(e) => warn!("cannot reload the mods: {e}"),
+            }
         }
-        self.watcher.changed_at = None;
-        let content = Content::load_configured(&self.mods, &self.disabled);
-        match server.reload(&content) {
+        let Some(rx) = &self.loading else { return };
+        let content = match rx.try_recv() {
+            Ok(c) => c,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.loading = None;
+                return;
+            }
+        };
+        self.loading = None;
+        match server.reload(&content, self.allow_rejoin) {
             Ok(o) => info!(
                 players_asked_to_rejoin = o.players_asked_to_rejoin,
                 client_content_changed = o.client_content_changed,

@@ -68,7 +68,7 @@ impl ListenServer {
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
                 let mut reloader = watch.and_then(|disabled| match super::dedicated::ModReloader::new(&[]) {
-                    Ok(r) => Some(r.disabled(disabled)),
+                    Ok(r) => Some(r.for_host(disabled)),
                     Err(e) => {
                         tracing::warn!("watching mods: {e}");
                         None

@@ -142,6 +142,8 @@ pub struct Server<T: Transport> {
     events_in: Vec<NetEvent>,
     /// Wire events waiting for the next flush, per instance.
     pending: BTreeMap<InstanceId, Vec<WireEvent>>,
+    /// The mods the running content holds (a reload that would refuse one is refused).
+    loaded_mods: Vec<String>,
 }
 
 impl<T: Transport> Server<T> {
@@ -163,6 +165,7 @@ impl<T: Transport> Server<T> {
             next_player: 1,
             events_in: Vec::new(),
             pending: BTreeMap::new(),
+            loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
         }
     }
 
@@ -671,14 +674,31 @@ impl<T: Transport> Server<T> {
     /// it and running fights finish on theirs. When what players' games hold changes too
     /// (looks, names, dungeons), players already in are told to join again, which
     /// downloads it: a game cannot swap its content mid-session yet.
-    pub fn reload(&mut self, content: &Content) -> Result<ReloadOutcome, Vec<String>> {
+    pub fn reload(&mut self, content: &Content, allow_rejoin: bool) -> Result<ReloadOutcome, Vec<String>> {
         let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
-        if !errors.is_empty() || !content.base_loaded() {
-            return Err(errors);
+        // A mod that runs now and would be refused (the save broke it) keeps the running
+        // content; errors of mods that were refused already change nothing.
+        let broke: Vec<&str> = self
+            .loaded_mods
+            .iter()
+            .filter(|id| !content.mods.iter().any(|m| &m.id == *id && m.loaded))
+            .map(|s| s.as_str())
+            .collect();
+        if !broke.is_empty() || !content.base_loaded() || content.client_refusal.is_some() {
+            let mut e = errors;
+            e.push(format!("the saved mod(s) {} would no longer load", broke.join(", ")));
+            return Err(e);
         }
         let client = ClientContent::of(content);
         let changed = client.digest != self.content.digest;
+        if changed && !allow_rejoin {
+            return Err(vec![
+                "the change reaches what players' games hold (looks, names, dungeons): restart hosting to use it"
+                    .into(),
+            ]);
+        }
         self.world.reload(content.defs.clone(), content.script_factory());
+        self.loaded_mods = content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect();
         let mut rejoin = 0;
         if changed {
             self.packed = client.packed();

@@ -76,7 +76,12 @@ impl ArgValue {
             }
             toml::Value::Table(t) => ArgValue::Table(
                 t.iter()
-                    .map(|(k, x)| Ok((k.clone(), Self::convert(x, depth + 1, count)?)))
+                    .map(|(k, x)| {
+                        if k.len() > MAX_ARG_STRING {
+                            return Err(format!("emitter arg names may be at most {MAX_ARG_STRING} bytes"));
+                        }
+                        Ok((k.clone(), Self::convert(x, depth + 1, count)?))
+                    })
                     .collect::<Result<_, String>>()?,
             ),
             toml::Value::Datetime(_) => {

@@ -111,8 +111,13 @@ impl World {
     /// Sends a player into a dungeon, joining an open run of it or opening a new one.
     pub fn enter_dungeon(&mut self, id: PlayerId, dungeon: &str) -> Option<InstanceId> {
         let max = self.defs.dungeons.get(dungeon)?.max_players as usize;
-        let existing =
-            self.instances.values().find(|i| i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max);
+        // Only runs on the current content take newcomers (after a reload, older ones
+        // finish with the players they have).
+        let current = |id: &InstanceId| self.inst_defs.get(id).is_none_or(|d| Arc::ptr_eq(d, &self.defs));
+        let existing = self
+            .instances
+            .values()
+            .find(|i| i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max && current(&i.id));
         let to = match existing {
             Some(i) => i.id,
             None => self.open_instance(InstanceKind::Dungeon(dungeon.to_string())),
@@ -172,17 +177,17 @@ impl World {
     }
 
     /// New definitions and scripts (a mod was saved): instances opened from now on use
-    /// them; running fights finish on the ones they started with. The hub takes the new
-    /// definitions at once (it runs no scripts).
+    /// them; running fights finish on the ones they started with. The hub keeps the
+    /// definitions it was built with (its arena and spawn are cached in it); a change to
+    /// the hub or the dungeon list is one players' games hold, which makes them rejoin.
     pub fn reload(&mut self, defs: Arc<Defs>, factory: Arc<dyn ScriptFactory>) {
-        self.defs = defs.clone();
+        self.defs = defs;
         self.factory = factory;
-        self.inst_defs.insert(self.hub, defs);
     }
 
-    /// How many instances still run on definitions other than the current ones.
+    /// How many dungeon instances still run on definitions other than the current ones.
     pub fn instances_on_old_content(&self) -> usize {
-        self.inst_defs.values().filter(|d| !Arc::ptr_eq(d, &self.defs)).count()
+        self.inst_defs.iter().filter(|(id, d)| **id != self.hub && !Arc::ptr_eq(d, &self.defs)).count()
     }
 
     /// Events of the last step (also returned by [`step`](Self::step)).

@@ -43,6 +43,9 @@ fn check_fields(t: &Table, extra: &[super::spec::Field]) -> mlua::Result<()> {
         let Value::String(s) = &k else {
             return Err(rt_err(format!("firing tables take named fields only (got a {} key)", k.type_name())));
         };
+        if s.as_bytes().len() > 64 {
+            return Err(rt_err(format!("unknown field of {} bytes", s.as_bytes().len())));
+        }
         let name = s.to_string_lossy();
         if known().any(|f| f == name) {
             continue;
