@@ -4,7 +4,6 @@ use crate::app::render::{self, Camera, Gpu, Renderer};
 use crate::app::scenes::egui_frame;
 use crate::app::ui::hud::{self, HudState};
 use crate::content::preview::{Preview, Target};
-use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer};
 use crate::sim::ClientDefs;
 
 use super::render::scene;
@@ -16,29 +15,15 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
     let i = &p.inst;
     let looks = ClientDefs::from_defs(defs);
     let palette = scene::Palette::new(&looks);
-    let enemy_index: Vec<&String> = defs.enemies.keys().collect();
-    let players: Vec<SnapPlayer> = i
-        .players
-        .iter()
-        .map(|pl| SnapPlayer { id: pl.id, pos: pl.pos, hp: pl.hp.clamp(0, 255) as u8, flags: 0, escape: 0, aim: 192 })
-        .collect();
-    let enemies: Vec<SnapEnemy> = i
-        .enemies
-        .iter()
-        .map(|e| SnapEnemy {
-            id: e.id,
-            def: enemy_index.iter().position(|k| **k == e.def).unwrap_or(0) as u16,
-            pos: e.pos,
-            hp: e.hp.max(0) as u32,
-        })
-        .collect();
-    let boss = i.boss.as_ref().map(|b| SnapBoss {
-        def: defs.bosses.keys().position(|k| *k == b.def).unwrap_or(0) as u16,
-        pos: b.pos,
-        hp: b.hp.max(0) as u32,
-        max_hp: b.max_hp.max(1) as u32,
-        phase: b.phase as u8,
-    });
+    // The same conversion the server replicates with.
+    let index = |ids: Vec<&String>| ids.into_iter().enumerate().map(|(k, id)| (id.clone(), k as u16)).collect();
+    let snap = crate::server::replicate::instance_snapshot(
+        i,
+        p.tick,
+        &index(defs.enemies.keys().collect()),
+        &index(defs.bosses.keys().collect()),
+    );
+    let (players, enemies, boss) = (snap.players, snap.enemies, snap.boss);
     let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
     let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
     let view = scene::WorldView {

@@ -4,7 +4,6 @@
 //! good version running and shows the errors until the next save fixes them).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
@@ -14,7 +13,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use super::render::{self, Camera, EguiFrame, Gpu, Renderer};
+use super::render::{self, Camera, EguiFrame, WindowGfx};
 use crate::content::preview::{PreviewHost, Target};
 use crate::sim::TICK_RATE;
 
@@ -25,19 +24,10 @@ pub struct PreviewWindowOptions {
     pub quit_after: Option<f64>,
 }
 
-struct Gfx {
-    window: Arc<Window>,
-    gpu: Gpu,
-    surface: wgpu::Surface<'static>,
-    config: wgpu::SurfaceConfiguration,
-    renderer: Renderer,
-    egui_state: egui_winit::State,
-}
-
 struct PreviewApp {
     host: PreviewHost,
     opts: PreviewWindowOptions,
-    gfx: Option<Gfx>,
+    gfx: Option<WindowGfx>,
     egui: egui::Context,
     pending_textures: egui::TexturesDelta,
     sprites: Vec<render::Sprite>,
@@ -95,30 +85,7 @@ impl PreviewApp {
         let attrs = Window::default_attributes()
             .with_title(format!("Hailfire preview: {}", self.host.path.display()))
             .with_inner_size(winit::dpi::LogicalSize::new(1280.0, 760.0));
-        let window = Arc::new(el.create_window(attrs)?);
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let surface =
-            instance.create_surface(window.clone()).map_err(|e| anyhow!("cannot draw into the window: {e}"))?;
-        let gpu = Gpu::with(instance, Some(&surface))?;
-        let size = window.inner_size();
-        let mut config = surface
-            .get_default_config(&gpu.adapter, size.width.max(1), size.height.max(1))
-            .ok_or_else(|| anyhow!("the graphics adapter cannot present to this window"))?;
-        if let Some(f) = surface.get_capabilities(&gpu.adapter).formats.iter().find(|f| f.is_srgb()) {
-            config.format = *f;
-        }
-        config.present_mode = wgpu::PresentMode::AutoVsync;
-        surface.configure(&gpu.device, &config);
-        let renderer = Renderer::new(&gpu.device, config.format);
-        let egui_state = egui_winit::State::new(
-            self.egui.clone(),
-            egui::ViewportId::ROOT,
-            &window,
-            Some(window.scale_factor() as f32),
-            None,
-            Some(gpu.device.limits().max_texture_dimension_2d as usize),
-        );
-        self.gfx = Some(Gfx { window, gpu, surface, config, renderer, egui_state });
+        self.gfx = Some(WindowGfx::open(el, attrs, wgpu::PresentMode::AutoVsync, &self.egui)?);
         Ok(())
     }
 
@@ -232,23 +199,22 @@ impl PreviewApp {
             textures: std::mem::take(&mut self.pending_textures),
             pixels_per_point: full.pixels_per_point,
         };
-        match g.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(frame) | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => {
-                let view = frame.texture.create_view(&Default::default());
-                let cmd = g.renderer.render(&g.gpu, &view, size, &cam, &self.sprites, Some(&mut ui));
-                g.gpu.queue.submit([cmd]);
-                g.window.pre_present_notify();
-                g.gpu.queue.present(frame);
-                if let Some(t) = self.waiting_for_frame.take() {
-                    self.save_to_screen = Some(t.elapsed());
-                    tracing::info!(ms = t.elapsed().as_secs_f64() * 1000.0, "save to screen");
-                }
+        let shown = render::present(
+            &g.gpu,
+            &g.surface,
+            &g.config,
+            &g.window,
+            &mut g.renderer,
+            &cam,
+            &self.sprites,
+            &mut ui,
+            &mut self.pending_textures,
+        );
+        if shown {
+            if let Some(t) = self.waiting_for_frame.take() {
+                self.save_to_screen = Some(t.elapsed());
+                tracing::info!(ms = t.elapsed().as_secs_f64() * 1000.0, "save to screen");
             }
-            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
-                g.surface.configure(&g.gpu.device, &g.config);
-                self.pending_textures.append(std::mem::take(&mut ui.textures));
-            }
-            _ => self.pending_textures.append(std::mem::take(&mut ui.textures)),
         }
         let due = self
             .opts

@@ -3,10 +3,8 @@
 //! resize/minimise/DPI handling, screenshots, and the switch between menus and a session.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::anyhow;
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow};
@@ -15,7 +13,7 @@ use winit::window::{Fullscreen, Window, WindowId};
 
 use super::audio::Audio;
 use super::input::{self, Device, InputState};
-use super::render::{self, EguiFrame, Gpu, Renderer};
+use super::render::{self, EguiFrame, WindowGfx};
 use super::session::Session;
 use super::settings::{Action, Settings};
 use super::ui::{hud, menu};
@@ -34,21 +32,12 @@ pub struct AppOptions {
     pub quit_after: Option<f64>,
 }
 
-struct Gfx {
-    window: Arc<Window>,
-    gpu: Gpu,
-    surface: wgpu::Surface<'static>,
-    config: wgpu::SurfaceConfiguration,
-    renderer: Renderer,
-    egui_state: egui_winit::State,
-}
-
 pub struct App {
     opts: AppOptions,
     content: Content,
     settings: Settings,
     settings_warning: Option<String>,
-    gfx: Option<Gfx>,
+    gfx: Option<WindowGfx>,
     egui: egui::Context,
     pending_textures: egui::TexturesDelta,
     audio: Audio,
@@ -134,35 +123,12 @@ impl App {
             .with_title("Hailfire")
             .with_inner_size(winit::dpi::LogicalSize::new(1280.0, 720.0))
             .with_min_inner_size(winit::dpi::LogicalSize::new(640.0, 360.0));
-        let window = Arc::new(el.create_window(attrs)?);
+        let g = WindowGfx::open(el, attrs, self.present_mode(), &self.egui)?;
         if self.settings.fullscreen {
-            window.set_fullscreen(Some(Fullscreen::Borderless(None)));
+            g.window.set_fullscreen(Some(Fullscreen::Borderless(None)));
         }
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let surface =
-            instance.create_surface(window.clone()).map_err(|e| anyhow!("cannot draw into the window: {e}"))?;
-        let gpu = Gpu::with(instance, Some(&surface))?;
-        let size = window.inner_size();
-        let mut config = surface
-            .get_default_config(&gpu.adapter, size.width.max(1), size.height.max(1))
-            .ok_or_else(|| anyhow!("the graphics adapter cannot present to this window"))?;
-        let caps = surface.get_capabilities(&gpu.adapter);
-        if let Some(f) = caps.formats.iter().find(|f| f.is_srgb()) {
-            config.format = *f;
-        }
-        config.present_mode = self.present_mode();
-        surface.configure(&gpu.device, &config);
-        let renderer = Renderer::new(&gpu.device, config.format);
-        let egui_state = egui_winit::State::new(
-            self.egui.clone(),
-            egui::ViewportId::ROOT,
-            &window,
-            Some(window.scale_factor() as f32),
-            None,
-            Some(gpu.device.limits().max_texture_dimension_2d as usize),
-        );
-        tracing::info!(adapter = %gpu.adapter_name(), "window open");
-        self.gfx = Some(Gfx { window, gpu, surface, config, renderer, egui_state });
+        tracing::info!(adapter = %g.gpu.adapter_name(), "window open");
+        self.gfx = Some(g);
         Ok(())
     }
 
@@ -433,20 +399,17 @@ impl App {
                 textures: std::mem::take(&mut self.pending_textures),
                 pixels_per_point: full.pixels_per_point,
             };
-            match g.surface.get_current_texture() {
-                wgpu::CurrentSurfaceTexture::Success(frame) | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => {
-                    let view = frame.texture.create_view(&Default::default());
-                    let cmd = g.renderer.render(&g.gpu, &view, size, &cam, &self.sprites, Some(&mut ui));
-                    g.gpu.queue.submit([cmd]);
-                    g.window.pre_present_notify();
-                    g.gpu.queue.present(frame);
-                }
-                wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
-                    g.surface.configure(&g.gpu.device, &g.config);
-                    self.pending_textures.append(std::mem::take(&mut ui.textures));
-                }
-                _ => self.pending_textures.append(std::mem::take(&mut ui.textures)),
-            }
+            render::present(
+                &g.gpu,
+                &g.surface,
+                &g.config,
+                &g.window,
+                &mut g.renderer,
+                &cam,
+                &self.sprites,
+                &mut ui,
+                &mut self.pending_textures,
+            );
             let due_capture = self
                 .opts
                 .capture

@@ -927,6 +927,28 @@ fn same_shape(a: &BulletSpawn, b: &BulletSpawn) -> bool {
         && grid::max_speed_q(a.max_speed) == grid::max_speed_q(b.max_speed)
 }
 
+/// The flags a spawn or a burst shape sets: 1 player team, 2 accel, 4 turn, 8 max speed,
+/// 16 tick differs from the batch's (values already on the grid, so zero is exact).
+fn shape_flags(s: &BulletSpawn, batch_tick: u32) -> u8 {
+    let mut flags = 0u8;
+    if s.team == Team::Player {
+        flags |= 1;
+    }
+    if grid::accel_q(s.accel) != 0 {
+        flags |= 2;
+    }
+    if grid::turn_q(s.turn) != 0 {
+        flags |= 4;
+    }
+    if s.max_speed.is_finite() {
+        flags |= 8;
+    }
+    if s.tick != batch_tick {
+        flags |= 16;
+    }
+    flags
+}
+
 fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, prev: Option<&BulletSpawn>) {
     if prev.is_some_and(|p| same_shape(p, s)) {
         let flags = 32 | if s.tick != batch_tick { 16 } else { 0 };
@@ -940,22 +962,7 @@ fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, 
         }
         return;
     }
-    let mut flags = 0u8;
-    if s.team == Team::Player {
-        flags |= 1;
-    }
-    if s.accel != 0.0 {
-        flags |= 2;
-    }
-    if s.turn != 0.0 {
-        flags |= 4;
-    }
-    if s.max_speed.is_finite() {
-        flags |= 8;
-    }
-    if s.tick != batch_tick {
-        flags |= 16;
-    }
+    let mut flags = shape_flags(s, batch_tick);
     // A player's shot: speed and lifetime are the rules' own, not sent.
     let player_shot = flags & 15 == 1
         && grid::speed_q(s.speed) == grid::speed_q(PLAYER_BULLET_SPEED)
@@ -1051,22 +1058,7 @@ fn next_uid(prev: u32, delta: i64) -> Result<u32, DecodeError> {
 
 fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
     let s = &b.shape;
-    let mut flags = 0u8;
-    if s.team == Team::Player {
-        flags |= 1;
-    }
-    if grid::accel_q(s.accel) != 0 {
-        flags |= 2;
-    }
-    if grid::turn_q(s.turn) != 0 {
-        flags |= 4;
-    }
-    if s.max_speed.is_finite() {
-        flags |= 8;
-    }
-    if s.tick != batch_tick {
-        flags |= 16;
-    }
+    let mut flags = shape_flags(s, batch_tick);
     if grid::pos_q(b.offset) != 0 {
         flags |= 32;
     }

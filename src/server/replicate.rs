@@ -76,6 +76,16 @@ pub fn snapshot(
     boss_index: &BTreeMap<String, u16>,
 ) -> Option<Snapshot> {
     let i = world.instances.get(&inst)?;
+    Some(instance_snapshot(i, world.tick, enemy_index, boss_index))
+}
+
+/// An instance as a snapshot at `tick` (`def` fields index the sorted enemy and boss ids).
+pub fn instance_snapshot(
+    i: &crate::sim::instance::Instance,
+    tick: u32,
+    enemy_index: &BTreeMap<String, u16>,
+    boss_index: &BTreeMap<String, u16>,
+) -> Snapshot {
     let players = i
         .players
         .iter()
@@ -122,5 +132,5 @@ pub fn snapshot(
         max_hp: b.max_hp.max(0) as u32,
         phase: b.phase as u8,
     });
-    Some(Snapshot { instance: inst, tick: world.tick, last_input_tick: None, report: None, players, enemies, boss })
+    Snapshot { instance: i.id, tick, last_input_tick: None, report: None, players, enemies, boss }
 }

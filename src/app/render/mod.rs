@@ -383,3 +383,87 @@ pub fn read_png(path: &std::path::Path) -> anyhow::Result<((u32, u32), Vec<u8>)>
     };
     Ok(((info.width, info.height), rgba))
 }
+
+/// Draws a frame into a window's surface and presents it. Returns whether it was shown;
+/// when the surface was lost or outdated it is configured again and the UI's texture
+/// changes are kept in `pending` for the next frame.
+#[allow(clippy::too_many_arguments)]
+pub fn present(
+    gpu: &Gpu,
+    surface: &wgpu::Surface<'static>,
+    config: &wgpu::SurfaceConfiguration,
+    window: &winit::window::Window,
+    renderer: &mut Renderer,
+    cam: &Camera,
+    sprites: &[Sprite],
+    ui: &mut EguiFrame,
+    pending: &mut egui::TexturesDelta,
+) -> bool {
+    let size = (config.width, config.height);
+    match surface.get_current_texture() {
+        wgpu::CurrentSurfaceTexture::Success(frame) | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => {
+            let view = frame.texture.create_view(&Default::default());
+            let cmd = renderer.render(gpu, &view, size, cam, sprites, Some(ui));
+            gpu.queue.submit([cmd]);
+            window.pre_present_notify();
+            gpu.queue.present(frame);
+            true
+        }
+        wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+            surface.configure(&gpu.device, config);
+            pending.append(std::mem::take(&mut ui.textures));
+            false
+        }
+        _ => {
+            pending.append(std::mem::take(&mut ui.textures));
+            false
+        }
+    }
+}
+
+/// A window with its surface, renderer and egui state: what the game and the preview draw
+/// into.
+pub struct WindowGfx {
+    pub window: std::sync::Arc<winit::window::Window>,
+    pub gpu: Gpu,
+    pub surface: wgpu::Surface<'static>,
+    pub config: wgpu::SurfaceConfiguration,
+    pub renderer: Renderer,
+    pub egui_state: egui_winit::State,
+}
+
+impl WindowGfx {
+    /// Opens a window with `attrs` and everything needed to draw into it.
+    pub fn open(
+        el: &winit::event_loop::ActiveEventLoop,
+        attrs: winit::window::WindowAttributes,
+        present_mode: wgpu::PresentMode,
+        egui: &egui::Context,
+    ) -> anyhow::Result<WindowGfx> {
+        use anyhow::anyhow;
+        let window = std::sync::Arc::new(el.create_window(attrs)?);
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let surface =
+            instance.create_surface(window.clone()).map_err(|e| anyhow!("cannot draw into the window: {e}"))?;
+        let gpu = Gpu::with(instance, Some(&surface))?;
+        let size = window.inner_size();
+        let mut config = surface
+            .get_default_config(&gpu.adapter, size.width.max(1), size.height.max(1))
+            .ok_or_else(|| anyhow!("the graphics adapter cannot present to this window"))?;
+        if let Some(f) = surface.get_capabilities(&gpu.adapter).formats.iter().find(|f| f.is_srgb()) {
+            config.format = *f;
+        }
+        config.present_mode = present_mode;
+        surface.configure(&gpu.device, &config);
+        let renderer = Renderer::new(&gpu.device, config.format);
+        let egui_state = egui_winit::State::new(
+            egui.clone(),
+            egui::ViewportId::ROOT,
+            &window,
+            Some(window.scale_factor() as f32),
+            None,
+            Some(gpu.device.limits().max_texture_dimension_2d as usize),
+        );
+        Ok(WindowGfx { window, gpu, surface, config, renderer, egui_state })
+    }
+}

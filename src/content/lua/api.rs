@@ -134,22 +134,9 @@ impl ShotSpec {
     /// Queues one bullet at `angle` (degrees).
     fn fire(&self, c: &mut Ctx, angle: f32) -> mlua::Result<()> {
         Self::count(c, 1)?;
-        let &(kind, radius, damage) =
-            c.names.kinds.get(&self.kind).ok_or_else(|| rt_err(format!("unknown bullet kind '{}'", self.kind)))?;
-        let origin = self.origin(c);
-        let dir = Vec2::from_angle_deg(angle);
-        c.cmds.push(ScriptCmd::Shot(ShotCmd {
-            pos: origin + dir * self.offset,
-            angle,
-            speed: self.speed,
-            radius: self.radius.unwrap_or(radius),
-            lifetime: self.lifetime,
-            kind,
-            accel: self.accel,
-            turn: self.turn,
-            max_speed: self.max_speed,
-            damage: self.damage.unwrap_or(damage),
-        }));
+        let origin = self.origin(c) + Vec2::from_angle_deg(angle) * self.offset;
+        let shot = self.cmd(c, origin, angle)?;
+        c.cmds.push(ScriptCmd::Shot(shot));
         Ok(())
     }
 }
