@@ -927,6 +927,22 @@ fn same_shape(a: &BulletSpawn, b: &BulletSpawn) -> bool {
         && grid::max_speed_q(a.max_speed) == grid::max_speed_q(b.max_speed)
 }
 
+/// The fields a spawn's or a burst's flags say are present (accel, turn, max speed, tick).
+fn write_optional_fields(w: &mut Writer, s: &BulletSpawn, flags: u8, batch_tick: u32) {
+    if flags & 2 != 0 {
+        w.i16(grid::accel_q(s.accel));
+    }
+    if flags & 4 != 0 {
+        w.i16(grid::turn_q(s.turn));
+    }
+    if flags & 8 != 0 {
+        w.u16(grid::max_speed_q(s.max_speed));
+    }
+    if flags & 16 != 0 {
+        w.var(batch_tick.wrapping_sub(s.tick) as u64);
+    }
+}
+
 /// The flags a spawn or a burst shape sets: 1 player team, 2 accel, 4 turn, 8 max speed,
 /// 16 tick differs from the batch's (values already on the grid, so zero is exact).
 fn shape_flags(s: &BulletSpawn, batch_tick: u32) -> u8 {
@@ -983,18 +999,7 @@ fn write_spawn(w: &mut Writer, s: &BulletSpawn, batch_tick: u32, prev_uid: u32, 
     if !player_shot {
         w.var(s.lifetime as u64);
     }
-    if flags & 2 != 0 {
-        w.i16(grid::accel_q(s.accel));
-    }
-    if flags & 4 != 0 {
-        w.i16(grid::turn_q(s.turn));
-    }
-    if flags & 8 != 0 {
-        w.u16(grid::max_speed_q(s.max_speed));
-    }
-    if flags & 16 != 0 {
-        w.var(batch_tick.wrapping_sub(s.tick) as u64);
-    }
+    write_optional_fields(w, s, flags, batch_tick);
 }
 
 fn read_spawn(
@@ -1077,18 +1082,7 @@ fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
     if flags & 32 != 0 {
         w.i16(grid::pos_q(b.offset));
     }
-    if flags & 2 != 0 {
-        w.i16(grid::accel_q(s.accel));
-    }
-    if flags & 4 != 0 {
-        w.i16(grid::turn_q(s.turn));
-    }
-    if flags & 8 != 0 {
-        w.u16(grid::max_speed_q(s.max_speed));
-    }
-    if flags & 16 != 0 {
-        w.var(batch_tick.wrapping_sub(s.tick) as u64);
-    }
+    write_optional_fields(w, s, flags, batch_tick);
 }
 
 fn read_burst(r: &mut Reader, batch_tick: u32, prev_uid: u32) -> Result<Burst, DecodeError> {
