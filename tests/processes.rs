@@ -431,3 +431,31 @@ fn watch_mods_reloads_a_saved_emitter_for_new_fights_and_leaves_running_ones_alo
     assert!(after.contains("pattern version 1"), "the running fight was not disturbed:\n{s}");
     assert!(!s.contains("join again"), "only an emitter changed: nobody was asked to rejoin");
 }
+
+#[test]
+fn a_refused_bot_is_told_why_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut server = dedicated(dir.path(), port, &log, &["--max-players".as_ref(), "1".as_ref()]);
+    let first = hf(dir.path())
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", "30", "--name", "first"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("player joined"), 15);
+    let out = hf(dir.path())
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", "4", "--name", "second"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("the server is full (1 players)"), "the reason reached the bot: {text}");
+    // A server that stops tells the players still in why.
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
+    let (code, out) = finish(first, 40);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("the server is shutting down"), "the first bot was told: {out}");
+}

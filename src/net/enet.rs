@@ -138,7 +138,8 @@ impl Transport for EnetTransport {
 
     fn disconnect(&mut self, peer: PeerId) {
         if let Some(p) = self.host.get_peer_mut(enet::PeerID(peer as usize)) {
-            p.disconnect(0);
+            // After what is queued (a Reject with its reason): `disconnect` would drop it.
+            p.disconnect_later(0);
         }
         self.host.flush();
     }
