@@ -19,19 +19,26 @@ struct Cli {
     /// Run a headless server (no window, audio or GPU).
     #[arg(long)]
     dedicated: bool,
-    /// Address and port the dedicated server listens on.
-    #[arg(long, default_value_t = format!("0.0.0.0:{}", hailfire::protocol::DEFAULT_PORT))]
-    bind: String,
-    /// Most players on the server at once.
-    #[arg(long, default_value_t = 16)]
-    max_players: usize,
+    /// The dedicated server's settings file (default: server.toml in the configuration
+    /// folder, written with every setting on first run). Flags override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the dedicated server's settings in effect (file and flags) and exit.
+    #[arg(long)]
+    print_config: bool,
+    /// Address and port the dedicated server listens on (default 0.0.0.0:24680).
+    #[arg(long)]
+    bind: Option<String>,
+    /// Most players on the server at once (1..=256; default 16).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    max_players: Option<u64>,
     /// Stop the dedicated server after this many seconds.
     #[arg(long)]
     exit_after: Option<f64>,
     /// Send gameplay events every N ticks (3, the default: with each snapshot, in the same
     /// datagram; 1: every tick, bullets up to 2 ticks sooner for ~0.4 KB/s more a player).
-    #[arg(long, default_value_t = hailfire::protocol::SNAPSHOT_EVERY_TICKS, value_parser = clap::value_parser!(u32).range(1..=6))]
-    event_every: u32,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=6))]
+    event_every: Option<u32>,
     /// Reload the dedicated server's mods when one of their files is saved: fights that
     /// start after the save use the new version, running ones finish on the old.
     #[arg(long)]
@@ -216,22 +223,56 @@ fn main() -> ExitCode {
     attach_console();
     let cli = Cli::parse();
     if cli.dedicated {
+        use hailfire::server::config::{default_path, ServerFile};
+        let path = cli.config.clone().unwrap_or_else(default_path);
+        let file = match ServerFile::load_or_create(&path, true) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("hailfire: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        // Flags win over the file.
+        let mut eff = file;
+        if let Some(b) = cli.bind.clone() {
+            eff.bind = b;
+        }
+        if let Some(n) = cli.max_players {
+            eff.max_players = n as usize;
+        }
+        if let Some(n) = cli.event_every {
+            eff.event_every = n;
+        }
+        eff.mods.extend(cli.mods.iter().cloned());
+        if let Some(p) = cli.password.clone().filter(|p| !p.is_empty()) {
+            eff.password = p;
+        }
+        eff.watch_mods |= cli.watch_mods;
+        if cli.print_config {
+            println!("# {} with the command line's flags", path.display());
+            print!("{}", eff.effective_text());
+            return ExitCode::SUCCESS;
+        }
+        if std::env::var_os("RUST_LOG").is_none() {
+            std::env::set_var("RUST_LOG", &eff.log_level);
+        }
         hailfire::logging::init(Some("server"));
-        let bind = match hailfire::net::resolve(&cli.bind) {
+        tracing::info!(config = %path.display(), name = %eff.name, motd = %eff.motd, "server settings");
+        let bind = match hailfire::net::resolve(&eff.bind) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("hailfire: --bind {}: {e}", cli.bind);
+                eprintln!("hailfire: bind = {}: {e} (an address and a port 1..65535, like 0.0.0.0:24680)", eff.bind);
                 return ExitCode::from(2);
             }
         };
         let opts = hailfire::server::dedicated::DedicatedOptions {
             bind,
-            max_players: cli.max_players,
+            max_players: eff.max_players,
             exit_after: cli.exit_after,
-            events_every_ticks: cli.event_every,
-            mods: cli.mods,
-            password: cli.password.filter(|p| !p.is_empty()),
-            watch_mods: cli.watch_mods,
+            events_every_ticks: eff.event_every,
+            mods: eff.mods.clone(),
+            password: Some(eff.password.clone()).filter(|p| !p.is_empty()),
+            watch_mods: eff.watch_mods,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,

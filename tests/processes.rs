@@ -51,7 +51,7 @@ fn player_id(log: &str, name: &str) -> Option<String> {
 /// that tests running at once never share keys or pins.
 fn hf(data: &Path) -> Command {
     let mut c = Command::new(exe());
-    c.env("HAILFIRE_DATA_DIR", data).env("XDG_CACHE_HOME", data.join("cache"));
+    c.env("HAILFIRE_DATA_DIR", data).env("XDG_CACHE_HOME", data.join("cache")).env("HAILFIRE_CONFIG_DIR", data);
     c
 }
 
@@ -458,4 +458,36 @@ fn a_refused_bot_is_told_why_and_says_so() {
     let (code, out) = finish(first, 40);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("the server is shutting down"), "the first bot was told: {out}");
+}
+
+#[test]
+fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    // First run: the file is written with every setting.
+    let out = hf(dir.path()).args(["--dedicated", "--print-config"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = dir.path().join("server.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for key in ["name", "motd", "bind", "max_players", "password", "event_every", "mods", "watch_mods", "log_level"] {
+        assert!(text.contains(&format!("\n{key} = ")), "{key} is in the default file:\n{text}");
+    }
+    // The file's values, overridden by flags.
+    std::fs::write(
+        &file,
+        text.replace("max_players = 16", "max_players = 6").replace("password = \"\"", "password = \"sekrit\""),
+    )
+    .unwrap();
+    let out = hf(dir.path()).args(["--dedicated", "--print-config", "--event-every", "1"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("max_players = 6") && shown.contains("event_every = 1"), "{shown}");
+    assert!(!shown.contains("sekrit") && shown.contains("password = \"(set)\""), "{shown}");
+    // A mistyped key: an error at its line, non-zero, nothing started.
+    std::fs::write(&file, "name = \"x\"\nmax_playrs = 4\n").unwrap();
+    let out = hf(dir.path()).args(["--dedicated", "--exit-after", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("server.toml:2:1") && err.contains("unknown field `max_playrs`"), "{err}");
+    // Flags out of range are refused with the range.
+    let out = hf(dir.path()).args(["--dedicated", "--max-players", "0"]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("1..=256"));
 }

@@ -2,6 +2,7 @@
 //! hosts the hub and every dungeon; each peer hears only about the instance it is in.
 //! It never knows whether a peer is across the internet or in the same process.
 
+pub mod config;
 pub mod dedicated;
 pub mod listen;
 pub mod replicate;

@@ -1,0 +1,175 @@
+//! `server.toml`: a dedicated server's settings in one file. Written with every setting,
+//! its default and a comment on first run; command-line flags override it; an unknown or
+//! mistyped key is an error with file, line and column (the mod files' quality).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::content::diag::line_col;
+
+/// Every setting of a dedicated server.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerFile {
+    pub name: String,
+    pub motd: String,
+    pub bind: String,
+    pub max_players: usize,
+    pub password: String,
+    pub event_every: u32,
+    pub mods: Vec<PathBuf>,
+    pub watch_mods: bool,
+    pub log_level: String,
+}
+
+impl Default for ServerFile {
+    fn default() -> Self {
+        ServerFile {
+            name: "A Hailfire server".into(),
+            motd: String::new(),
+            bind: format!("0.0.0.0:{}", crate::protocol::DEFAULT_PORT),
+            max_players: 16,
+            password: String::new(),
+            event_every: crate::protocol::SNAPSHOT_EVERY_TICKS,
+            mods: Vec::new(),
+            watch_mods: false,
+            log_level: "info".into(),
+        }
+    }
+}
+
+/// Most players a server may take (what the transport is set up for).
+pub const MAX_PLAYERS: usize = 256;
+
+/// The file written on first run: every setting with its default and what it does.
+pub fn default_text() -> String {
+    let d = ServerFile::default();
+    format!(
+        "# Hailfire dedicated server settings. Command-line flags override what is here.\n\
+         # `hailfire --dedicated --print-config` shows the settings in effect.\n\n\
+         # The server's name and message of the day (shown in the log for now).\n\
+         name = \"{}\"\n\
+         motd = \"\"\n\n\
+         # Address and UDP port to listen on (0.0.0.0: every interface).\n\
+         bind = \"{}\"\n\n\
+         # Most players at once (1..={MAX_PLAYERS}).\n\
+         max_players = {}\n\n\
+         # Players must give this password to join (empty: anyone may). Keep this file\n\
+         # readable only by the server's user if you set one.\n\
+         password = \"\"\n\n\
+         # Send gameplay events every N ticks (1..=6): 3 sends them with each snapshot.\n\
+         event_every = {}\n\n\
+         # Extra mod folders (each a mod, or a folder of mods), on top of the base game,\n\
+         # mods/ and the user's mods folder.\n\
+         mods = []\n\n\
+         # Reload mods when their files are saved (fights that start after use them).\n\
+         watch_mods = false\n\n\
+         # Log detail: error, warn, info, debug or trace.\n\
+         log_level = \"{}\"\n",
+        d.name, d.bind, d.max_players, d.event_every, d.log_level
+    )
+}
+
+/// `$HAILFIRE_CONFIG_DIR/server.toml`, else the OS configuration directory's.
+pub fn default_path() -> PathBuf {
+    if let Ok(d) = std::env::var("HAILFIRE_CONFIG_DIR") {
+        return PathBuf::from(d).join("server.toml");
+    }
+    directories::ProjectDirs::from("", "", "Hailfire")
+        .map(|d| d.config_dir().join("server.toml"))
+        .unwrap_or_else(|| PathBuf::from("server.toml"))
+}
+
+impl ServerFile {
+    /// Parses `text` (from `file`); the error names the file, line and column and what to fix.
+    pub fn parse(text: &str, file: &str) -> Result<ServerFile, String> {
+        let f: ServerFile = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|s| line_col(text, s.start));
+            let (l, c) = at.unwrap_or((1, 1));
+            format!("{file}:{l}:{c}: {}", e.message().trim())
+        })?;
+        f.check().map_err(|e| format!("{file}: {e}"))?;
+        Ok(f)
+    }
+
+    /// The values a server can use, or what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=MAX_PLAYERS).contains(&self.max_players) {
+            return Err(format!("max_players must be 1..={MAX_PLAYERS}, not {}", self.max_players));
+        }
+        if !(1..=6).contains(&self.event_every) {
+            return Err(format!("event_every must be 1..=6, not {}", self.event_every));
+        }
+        if !["error", "warn", "info", "debug", "trace"].contains(&self.log_level.as_str()) {
+            return Err(format!("log_level must be error, warn, info, debug or trace, not '{}'", self.log_level));
+        }
+        Ok(())
+    }
+
+    /// Reads `path`, writing the default file there first when it does not exist (and
+    /// `create` is true).
+    pub fn load_or_create(path: &Path, create: bool) -> Result<ServerFile, String> {
+        if !path.exists() {
+            if !create {
+                return Err(format!("{}: no such file", path.display()));
+            }
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            std::fs::write(path, default_text()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            return Ok(ServerFile::default());
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// The settings in effect, as a file (the password hidden).
+    pub fn effective_text(&self) -> String {
+        let mut shown = self.clone();
+        if !shown.password.is_empty() {
+            shown.password = "(set)".into();
+        }
+        let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
+        format!(
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\n",
+            shown.name,
+            shown.motd,
+            shown.bind,
+            shown.max_players,
+            shown.password,
+            shown.event_every,
+            mods.join(", "),
+            shown.watch_mods,
+            shown.log_level
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_file_parses_to_the_defaults() {
+        assert_eq!(ServerFile::parse(&default_text(), "server.toml").unwrap(), ServerFile::default());
+    }
+
+    #[test]
+    fn mistakes_are_errors_at_their_line() {
+        let e = ServerFile::parse("name = \"x\"\n\nmax_player = 4\n", "server.toml").unwrap_err();
+        assert!(e.starts_with("server.toml:3:1:") && e.contains("unknown field `max_player`"), "{e}");
+        let e = ServerFile::parse("max_players = \"many\"\n", "s.toml").unwrap_err();
+        assert!(e.starts_with("s.toml:1:"), "{e}");
+        let e = ServerFile::parse("max_players = 0\n", "s.toml").unwrap_err();
+        assert!(e.contains("max_players must be 1..=256"), "{e}");
+        let e = ServerFile::parse("log_level = \"loud\"\n", "s.toml").unwrap_err();
+        assert!(e.contains("log_level"), "{e}");
+    }
+
+    #[test]
+    fn the_password_is_never_shown() {
+        let f = ServerFile { password: "hunter2".into(), ..Default::default() };
+        assert!(!f.effective_text().contains("hunter2") && f.effective_text().contains("(set)"));
+    }
+}
