@@ -459,6 +459,7 @@ pub fn net_fight(content: &Content, seconds: f64, enet: bool, events_every_ticks
     })
 }
 
+#[cfg(feature = "desktop")]
 /// What a frame costs with 10,000 live bullets.
 #[derive(Debug, Clone)]
 pub struct RenderBench {
@@ -472,6 +473,7 @@ pub struct RenderBench {
     pub size: (u32, u32),
 }
 
+#[cfg(feature = "desktop")]
 impl std::fmt::Display for RenderBench {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "render, {} bullets: frame preparation on the CPU {:.3} ms", self.bullets, self.prep_ms)?;
@@ -491,6 +493,7 @@ impl std::fmt::Display for RenderBench {
     }
 }
 
+#[cfg(feature = "desktop")]
 pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
     use crate::app::render::{scene, Camera, Gpu, Renderer};
     use crate::sim::bullets::{BulletPool, BulletSpawn, Team};

@@ -2,6 +2,7 @@
 //! only picks a mode. Dependencies point one way: `sim` <- `content` <- `protocol` <-
 //! `server` / `client` <- `app`.
 
+#[cfg(feature = "desktop")]
 pub mod app;
 pub mod bench;
 pub mod client;

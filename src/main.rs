@@ -360,7 +360,9 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
+        #[cfg(feature = "desktop")]
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
+        #[cfg(feature = "desktop")]
         Some(Command::Preview { path, boss, enemy, phase, players, ticks, out, width, height }) => {
             let window = hailfire::app::preview_window::PreviewWindowOptions {
                 capture: cli.capture_after.zip(cli.capture.clone()),
@@ -368,6 +370,13 @@ fn main() -> ExitCode {
             };
             preview(&path, boss, enemy, phase, players, ticks, out, (width, height), window)
         }
+        #[cfg(not(feature = "desktop"))]
+        Some(Command::Render { .. }) => no_desktop("render"),
+        #[cfg(not(feature = "desktop"))]
+        Some(Command::Preview { .. }) => no_desktop("preview"),
+        #[cfg(not(feature = "desktop"))]
+        None => no_desktop("the game"),
+        #[cfg(feature = "desktop")]
         None => {
             hailfire::logging::init(Some("game"));
             let opts = hailfire::app::AppOptions {
@@ -450,6 +459,16 @@ fn bot(
     }
 }
 
+/// This build has no window, GPU or audio (built with `--no-default-features`).
+#[cfg(not(feature = "desktop"))]
+fn no_desktop(what: &str) -> ExitCode {
+    eprintln!(
+        "hailfire: {what} needs the desktop build; this is the server build (no window, GPU or audio): it runs --dedicated, bot, mods and bench"
+    );
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "desktop")]
 fn render(scene: &str, out: &std::path::Path, size: (u32, u32)) -> ExitCode {
     let content = hailfire::content::Content::load_default();
     let run = || -> anyhow::Result<()> {
@@ -468,6 +487,7 @@ fn render(scene: &str, out: &std::path::Path, size: (u32, u32)) -> ExitCode {
     }
 }
 
+#[cfg(feature = "desktop")]
 #[allow(clippy::too_many_arguments)]
 fn preview(
     path: &std::path::Path,
@@ -608,7 +628,10 @@ fn bench(quick: bool, net: bool, render: bool) -> ExitCode {
         }
     }
     if render {
+        #[cfg(feature = "desktop")]
         println!("{}", hailfire::bench::render_bench(&content, if quick { 20 } else { 120 }));
+        #[cfg(not(feature = "desktop"))]
+        println!("render bench: this is the server build (no GPU code)");
     }
     if net {
         match hailfire::bench::pattern_costs(&content, if quick { 5.0 } else { 20.0 }) {
