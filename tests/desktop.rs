@@ -353,11 +353,19 @@ fn window_preview_reloads_a_saved_pattern_and_draws_it() {
     let rings = m.join("emitters/pv_boss_rings.lua");
     let s = std::fs::read_to_string(&rings).unwrap().replace("n = 18", "n = 40");
     std::fs::write(&rings, s).unwrap();
-    g.wait_for(&|l| l.contains("save to screen"), 20);
-    let log = std::fs::read_to_string(cfg.path().join("game.log")).unwrap_or_default();
-    let ms: f64 = log
-        .lines()
-        .find(|l| l.contains("save to screen"))
+    let line = g.wait_for(&|l| l.contains("save to screen"), 20);
+    // The line as printed (colour codes taken out).
+    let mut plain = String::new();
+    let mut esc = false;
+    for ch in line.chars() {
+        match (esc, ch) {
+            (false, '\u{1b}') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => plain.push(c),
+        }
+    }
+    let ms: f64 = Some(plain.as_str())
         .and_then(|l| l.split("ms=").nth(1))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
