@@ -8,6 +8,74 @@ use std::sync::Mutex;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 use tracing_subscriber::EnvFilter;
 
+/// A log file is rotated when it passes this size (`x.log` -> `x.log.1` -> ... -> `.3`).
+pub const MAX_LOG_BYTES: u64 = 16 << 20;
+/// Rotated files kept beside the current one.
+pub const KEPT_LOGS: u32 = 3;
+
+/// A log file that rotates itself when it grows past `MAX_LOG_BYTES` (at start and while
+/// running), so a server's logs stay bounded whatever its uptime.
+pub struct RotatingFile {
+    path: PathBuf,
+    file: Option<File>,
+    size: u64,
+    limit: u64,
+}
+
+impl RotatingFile {
+    pub fn open(path: PathBuf, limit: u64) -> std::io::Result<RotatingFile> {
+        let mut r = RotatingFile { path, file: None, size: 0, limit };
+        r.reopen()?;
+        if r.size >= limit {
+            r.rotate()?;
+        }
+        Ok(r)
+    }
+
+    fn reopen(&mut self) -> std::io::Result<()> {
+        let f = File::options().create(true).append(true).open(&self.path)?;
+        self.size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        self.file = Some(f);
+        Ok(())
+    }
+
+    fn rotated(&self, k: u32) -> PathBuf {
+        let mut s = self.path.clone().into_os_string();
+        s.push(format!(".{k}"));
+        PathBuf::from(s)
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        self.file = None;
+        let _ = fs::remove_file(self.rotated(KEPT_LOGS));
+        for k in (1..KEPT_LOGS).rev() {
+            let _ = fs::rename(self.rotated(k), self.rotated(k + 1));
+        }
+        fs::rename(&self.path, self.rotated(1))?;
+        self.reopen()
+    }
+}
+
+impl std::io::Write for RotatingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.size + buf.len() as u64 > self.limit && self.size > 0 {
+            self.rotate()?;
+        }
+        let n = match &mut self.file {
+            Some(f) => f.write(buf)?,
+            None => buf.len(),
+        };
+        self.size += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
 /// `<data dir>/logs`.
 pub fn log_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "Hailfire").map(|d| d.data_dir().join("logs"))
@@ -25,7 +93,7 @@ pub fn init(file: Option<&str>) {
         if let Some(dir) = p.parent() {
             let _ = fs::create_dir_all(dir);
         }
-        File::options().create(true).append(true).open(p).ok()
+        RotatingFile::open(p.clone(), MAX_LOG_BYTES).ok()
     });
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     match opened {
@@ -39,5 +107,33 @@ pub fn init(file: Option<&str>) {
         None => {
             let _ = builder.with_writer(std::io::stderr).try_init();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_log_file_rotates_when_full_and_keeps_three() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("server.log");
+        let mut f = RotatingFile::open(p.clone(), 100).unwrap();
+        for k in 0..50 {
+            writeln!(f, "line {k:03} of the log").unwrap();
+        }
+        let size = |p: &std::path::Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        assert!(size(&p) <= 100, "the current file stays under the limit ({})", size(&p));
+        for k in 1..=KEPT_LOGS {
+            assert!(size(&f.rotated(k)) > 0, "kept {k}");
+        }
+        assert!(!f.rotated(KEPT_LOGS + 1).exists(), "no more than {KEPT_LOGS} kept");
+        assert!(fs::read_to_string(&p).unwrap().contains("line 049"), "the newest lines are in the current file");
+        // A restart with a full file starts a fresh one.
+        drop(f);
+        fs::write(&p, "x".repeat(150)).unwrap();
+        let _f = RotatingFile::open(p.clone(), 100).unwrap();
+        assert_eq!(size(&p), 0);
     }
 }
