@@ -131,6 +131,13 @@ enum Command {
         /// this address in known_servers.
         #[arg(long)]
         accept_new_key: bool,
+        /// Once joined, run this console command on the server (repeatable; needs
+        /// --admin-password). The server's answers are printed.
+        #[arg(long = "admin")]
+        admin: Vec<String>,
+        /// The server's admin password ($HAILFIRE_ADMIN_PASSWORD also works).
+        #[arg(long, env = "HAILFIRE_ADMIN_PASSWORD", hide_env_values = true)]
+        admin_password: Option<String>,
     },
     /// Run one boss (or enemy) of a mod in its arena against dummy players and write the
     /// last frame to a PNG, offscreen (no window needed). Exits non-zero, with the errors
@@ -273,6 +280,12 @@ fn main() -> ExitCode {
             mods: eff.mods.clone(),
             password: Some(eff.password.clone()).filter(|p| !p.is_empty()),
             watch_mods: eff.watch_mods,
+            name: eff.name.clone(),
+            motd: eff.motd.clone(),
+            admin_password: Some(eff.admin_password.clone()).filter(|p| !p.is_empty()),
+            // A relative ban list lives beside the settings file.
+            ban_list: Some(path.parent().map_or_else(|| eff.ban_list.clone(), |d| d.join(&eff.ban_list))),
+            status_every: (eff.status_every_s > 0).then(|| std::time::Duration::from_secs(eff.status_every_s)),
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
@@ -295,6 +308,8 @@ fn main() -> ExitCode {
             no_cache,
             password,
             accept_new_key,
+            admin,
+            admin_password,
         }) => {
             hailfire::logging::init(None);
             let security = hailfire::net::secure::ClientSecurity {
@@ -305,7 +320,15 @@ fn main() -> ExitCode {
                 password,
                 pin_as: Some(join.clone()),
             };
-            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security)
+            let admin = match (admin_password, admin.is_empty()) {
+                (_, true) => None,
+                (Some(p), false) => Some((p, admin)),
+                (None, false) => {
+                    eprintln!("hailfire bot: --admin needs --admin-password (or $HAILFIRE_ADMIN_PASSWORD)");
+                    return ExitCode::from(2);
+                }
+            };
+            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security, admin)
         }
         Some(Command::Mods { action: ModsAction::Check { paths, ticks, verbose } }) => {
             mods_check(&paths, ticks, verbose)
@@ -409,6 +432,7 @@ fn bot(
     link: String,
     no_cache: bool,
     security: hailfire::net::secure::ClientSecurity,
+    admin: Option<(String, Vec<String>)>,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
     let join = match hailfire::net::resolve(&join) {
@@ -442,7 +466,8 @@ fn bot(
     } else {
         hailfire::protocol::content::ContentCache::default_dir().map(hailfire::protocol::content::ContentCache::new)
     };
-    let opts = BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache, security };
+    let opts =
+        BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache, security, admin };
     let reports = hailfire::client::bot::run(&opts);
     let mut ok = reports.len() == count;
     for r in &reports {

@@ -1039,7 +1039,14 @@ fn a_hostile_server_cannot_admit_a_client_early_or_offer_twice() {
             vec![
                 ServerMsg::ContentOffer { digest, raw_len: raw, packed_len: packed.len() as u32 },
                 ServerMsg::ContentChunk { offset: 0, data: packed[..packed.len() / 2].to_vec() },
-                ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 1, tick: 100, tick_rate: 60 },
+                ServerMsg::Welcome {
+                    version: PROTOCOL_VERSION,
+                    player_id: 1,
+                    tick: 100,
+                    tick_rate: 60,
+                    name: "Test".into(),
+                    motd: String::new(),
+                },
             ]
         },
         &bytes,

@@ -468,7 +468,20 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let file = dir.path().join("server.toml");
     let text = std::fs::read_to_string(&file).unwrap();
-    for key in ["name", "motd", "bind", "max_players", "password", "event_every", "mods", "watch_mods", "log_level"] {
+    for key in [
+        "name",
+        "motd",
+        "bind",
+        "max_players",
+        "password",
+        "event_every",
+        "mods",
+        "watch_mods",
+        "log_level",
+        "admin_password",
+        "ban_list",
+        "status_every_s",
+    ] {
         assert!(text.contains(&format!("\n{key} = ")), "{key} is in the default file:\n{text}");
     }
     // The file's values, overridden by flags.
@@ -490,4 +503,137 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
     // Flags out of range are refused with the range.
     let out = hf(dir.path()).args(["--dedicated", "--max-players", "0"]).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("1..=256"));
+}
+
+/// A dedicated server whose console is a pipe: what it prints is gathered by a thread.
+struct Console {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    out: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Console {
+    fn start(data: &Path, port: u16, log: &Path) -> Console {
+        let mut child = hf(data)
+            .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
+            .env("HAILFIRE_LOG_FILE", log)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (mut stdout, o) = (child.stdout.take().unwrap(), out.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                o.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        wait_for(log, &|s| s.contains("dedicated server listening"), 20);
+        Console { stdin: child.stdin.take().unwrap(), child, out }
+    }
+
+    /// Types `line` and waits until what the server printed after it satisfies `what`.
+    fn type_line(&mut self, line: &str, what: &dyn Fn(&str) -> bool) -> String {
+        use std::io::Write;
+        let from = self.out.lock().unwrap().len();
+        writeln!(self.stdin, "{line}").unwrap();
+        let start = Instant::now();
+        loop {
+            let s = self.out.lock().unwrap()[from..].to_string();
+            if what(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(15), "no answer to '{line}'; printed:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn hub_bot(data: &Path, port: u16, name: &str, seconds: &str, extra: &[&str]) -> Child {
+    hf(data)
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", seconds, "--name", name])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_admins_can_use_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    std::fs::write(
+        dir.path().join("server.toml"),
+        "name = \"Test Den\"\nmotd = \"be kind\"\nadmin_password = \"opensesame\"\n",
+    )
+    .unwrap();
+    let mut console = Console::start(dir.path(), port, &log);
+    let alice = hub_bot(dir.path(), port, "alice", "60", &[]);
+    let bob = hub_bot(dir.path(), port, "bob", "60", &[]);
+    wait_for(&log, &|s| s.matches("player joined").count() >= 2, 20);
+    let status = console.type_line("status", &|s| s.contains("instances:") && s.contains("bob"));
+    assert!(status.contains("\"Test Den\" up") && status.contains("2 of 16 player(s)"), "{status}");
+    assert!(status.contains("\"alice\" from 127.0.0.1:") && status.contains("ping"), "{status}");
+    assert!(status.contains("instance 0 (hub): 2 player(s)"), "{status}");
+    assert!(status.contains("ms mean") && status.contains("traffic:"), "{status}");
+    console.type_line("say the arena closes soon", &|s| s.contains("said to 2 player(s)"));
+    console.type_line("kick alice too loud", &|s| s.contains("kicked alice"));
+    let (code, out) = finish(alice, 20);
+    assert_ne!(code, 0, "a kicked bot fails: {out}");
+    assert!(out.contains("joined \"Test Den\": be kind"), "the name and MOTD reached the player: {out}");
+    assert!(out.contains("the server says: [server] the arena closes soon"), "{out}");
+    assert!(out.contains("kicked: too loud"), "the reason reached the player: {out}");
+    console.type_line("ban bob cheating", &|s| s.contains("banned bob (127.0.0.1)"));
+    let (code, out) = finish(bob, 20);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("banned from this server: cheating"), "{out}");
+    let unknown = console.type_line("frobnicate", &|s| s.contains("unknown command"));
+    assert!(unknown.contains("type `help`"), "{unknown}");
+    console.type_line("stop", &|s| s.contains("stopping"));
+    let start = Instant::now();
+    let code = loop {
+        if let Some(st) = console.child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, Some(0), "`stop` stops cleanly");
+    assert!(read(&dir.path().join("bans.toml")).contains("name = \"bob\""), "the ban is in the file");
+
+    // After a restart the ban (bob's name and address) holds.
+    let mut console = Console::start(dir.path(), port, &log);
+    let out = hub_bot(dir.path(), port, "Bob", "5", &[]).wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && text.contains("banned from this server: cheating"), "{text}");
+    console.type_line("bans", &|s| s.contains("bob (127.0.0.1): cheating"));
+    // Every bot here comes from 127.0.0.1: lift that, and ban a name that is not on.
+    console.type_line("unban 127.0.0.1", &|s| s.contains("lifted 1 ban(s)"));
+    console.type_line("ban dave", &|s| s.contains("banned dave: banned by the server; 0 player(s)"));
+    // An admin with the password lifts it from the game; a wrong password is refused.
+    let out = hub_bot(dir.path(), port, "mallory", "3", &["--admin-password", "guess", "--admin", "unban dave"])
+        .wait_with_output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the server says: wrong admin password"), "{text}");
+    let out = hub_bot(dir.path(), port, "carol", "3", &["--admin-password", "opensesame", "--admin", "unban dave"])
+        .wait_with_output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the server says: lifted 1 ban(s) on dave"), "{text}");
+    let out = hub_bot(dir.path(), port, "dave", "2", &[]).wait_with_output().unwrap();
+    assert!(out.status.success(), "dave may join again: {}", String::from_utf8_lossy(&out.stdout));
+    let s = read(&log);
+    assert!(s.contains("wrong admin password") && s.contains("name=mallory"), "refusals are logged: {s}");
+    assert!(line_with(&s, &["refusing a player", "addr=127.0.0.1:", "banned"]).is_some(), "{s}");
+    console.type_line("stop", &|s| s.contains("stopping"));
+    let _ = console.child.wait();
 }

@@ -14,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 5, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 6, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -28,6 +28,23 @@ fn golden_hello() {
         "01 04 00 ab 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 cd 03 41 6e 6e"
     );
     assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+}
+
+#[test]
+fn golden_admin_and_its_limits() {
+    let m = ClientMsg::Admin { password: "pw".into(), command: "kick 3".into() };
+    assert_eq!(hex(&m.encode()), "05 02 70 77 06 6b 69 63 6b 20 33");
+    assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+    // No password, no command, or one past its limit cannot be expressed.
+    assert!(ClientMsg::decode(&[5, 0, 1, b'x']).is_err(), "empty password");
+    assert!(ClientMsg::decode(&[5, 1, b'p', 1, b' ']).is_err(), "blank command");
+    let mut long = vec![5u8, 1, b'p', 201];
+    long.extend(vec![b'a'; 201]);
+    assert!(ClientMsg::decode(&long).is_err(), "a command over 200 bytes");
+    // The encoder cuts to the limit on a character boundary, so what it writes decodes.
+    let m = ClientMsg::Admin { password: "pw".into(), command: "é".repeat(150) };
+    let ClientMsg::Admin { command, .. } = ClientMsg::decode(&m.encode()).unwrap() else { panic!() };
+    assert_eq!(command, "é".repeat(100));
 }
 
 #[test]
@@ -80,8 +97,9 @@ fn golden_input_three_frames_23_bytes() {
 
 #[test]
 fn golden_welcome_and_reject() {
-    let w = ServerMsg::Welcome { version: 1, player_id: 300, tick: 5, tick_rate: 60 };
-    assert_eq!(hex(&w.encode()), "0a 01 00 ac 02 05 00 00 00 3c");
+    let w =
+        ServerMsg::Welcome { version: 1, player_id: 300, tick: 5, tick_rate: 60, name: "Hi".into(), motd: "yo".into() };
+    assert_eq!(hex(&w.encode()), "0a 01 00 ac 02 05 00 00 00 3c 02 48 69 02 79 6f");
     let r = ServerMsg::Reject(RejectReason::VersionMismatch { server: 1, client: 2 });
     assert_eq!(hex(&r.encode()), "0b 01 01 00 02 00");
     for m in [w, r] {
@@ -282,6 +300,16 @@ fn round_trips_for_every_message() {
         ServerMsg::Reject(RejectReason::ServerFull { max: 16 }),
         ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }),
         ServerMsg::Reject(RejectReason::TooManyMalformed),
+        ServerMsg::Reject(RejectReason::Banned { reason: "griefing".into() }),
+        ServerMsg::Notice { text: "[server] restart in 5 minutes".into() },
+        ServerMsg::Welcome {
+            version: PROTOCOL_VERSION,
+            player_id: 9,
+            tick: 1,
+            tick_rate: 60,
+            name: "Zoë's den".into(),
+            motd: "be nice".into(),
+        },
         ServerMsg::Stats { inputs_dropped: 3, ticks_coasted: 99 },
         ServerMsg::Enter { instance: 7, tick: 1234, dungeon: "warden_keep".into(), arena: (960, 720) },
         ServerMsg::Roster { instance: 7, players: vec![(1, "a".into()), (20, "bee".into())] },
@@ -417,8 +445,18 @@ fn fuzz_corpus_matches_the_encoders() {
     w(
         "server_msg",
         "welcome",
-        ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: 3, tick: 900, tick_rate: 60 }.encode(),
+        ServerMsg::Welcome {
+            version: PROTOCOL_VERSION,
+            player_id: 3,
+            tick: 900,
+            tick_rate: 60,
+            name: "A Hailfire server".into(),
+            motd: "hello".into(),
+        }
+        .encode(),
     );
+    w("server_msg", "notice", ServerMsg::Notice { text: "[server] hello".into() }.encode());
+    w("client_msg", "admin", ClientMsg::Admin { password: "pw".into(), command: "status".into() }.encode());
     w("server_msg", "reject", ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }).encode());
     w(
         "server_msg",
@@ -465,7 +503,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 13, "every seed written above was checked");
+    assert_eq!(seeds, 15, "every seed written above was checked");
 }
 
 #[test]

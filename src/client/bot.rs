@@ -132,6 +132,8 @@ pub struct BotOptions {
     pub cache: Option<ContentCache>,
     /// Key pinning and the password for the server.
     pub security: crate::net::secure::ClientSecurity,
+    /// Console commands the first bot sends once joined, with the admin password.
+    pub admin: Option<(String, Vec<String>)>,
 }
 
 /// One bot's outcome.
@@ -165,6 +167,8 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
     let mut next = start;
     let mut left = vec![false; bots.len()];
+    // Per bot: whether its joining was printed, and notices printed so far.
+    let mut told = vec![(false, 0u64); bots.len()];
     while start.elapsed().as_secs_f64() < opts.seconds {
         let now = start.elapsed().as_secs_f64() * 1000.0;
         for (i, (c, brain)) in bots.iter_mut().enumerate() {
@@ -179,6 +183,21 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             let input = brain.think(c);
             c.update(now, input);
             c.events.clear(); // nothing plays sounds here
+            if c.is_joined() && !told[i].0 {
+                told[i].0 = true;
+                let motd = if c.motd.is_empty() { String::new() } else { format!(": {}", c.motd) };
+                println!("bot {}: joined {:?}{motd}", c.name, c.server_name);
+                if let (0, Some((password, commands))) = (i, &opts.admin) {
+                    for cmd in commands {
+                        c.admin(password, cmd);
+                    }
+                }
+            }
+            let fresh = (c.notices_seen - told[i].1).min(c.notices.len() as u64) as usize;
+            for n in c.notices.iter().skip(c.notices.len() - fresh) {
+                println!("bot {}: the server says: {n}", c.name);
+            }
+            told[i].1 = c.notices_seen;
         }
         if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
             break;

@@ -63,6 +63,8 @@ pub const SNAP_DISTANCE: f32 = 24.0;
 pub const BLEND: f32 = 0.3;
 /// Most client events kept undrained.
 pub const MAX_PENDING_EVENTS: usize = 1024;
+/// Server notices a client keeps (the newest).
+pub const MAX_NOTICES: usize = 32;
 /// Joining a server that does not answer fails after this long.
 pub const JOIN_TIMEOUT_MS: f64 = 8_000.0;
 /// A content download that makes no progress for this long fails.
@@ -203,6 +205,14 @@ pub struct Client<T: Transport> {
     /// The content the server offered (at most one offer per connection).
     offered: Option<ContentDigest>,
     pub player_id: Option<u32>,
+    /// The server's name and message of the day (from `Welcome`).
+    pub server_name: String,
+    pub motd: String,
+    /// What the server said (operator's `say`, answers to admin commands), oldest first;
+    /// the newest `MAX_NOTICES` are kept. `notices_seen` counts every notice ever received,
+    /// so a reader can tell which are new.
+    pub notices: VecDeque<String>,
+    pub notices_seen: u64,
     started_ms: Option<f64>,
     /// Estimate of the newest server tick this client could know about.
     pub est: f64,
@@ -265,6 +275,10 @@ impl<T: Transport> Client<T> {
             heard_ms: None,
             offered: None,
             player_id: None,
+            server_name: String::new(),
+            motd: String::new(),
+            notices: VecDeque::new(),
+            notices_seen: 0,
             started_ms: None,
             est: 0.0,
             input_tick: 0,
@@ -319,6 +333,15 @@ impl<T: Transport> Client<T> {
 
     pub fn is_joined(&self) -> bool {
         self.phase == Phase::Joined && self.view.is_some()
+    }
+
+    /// Sends a console command for the server to run (needs its admin password; the
+    /// answers arrive as notices).
+    pub fn admin(&mut self, password: &str, command: &str) {
+        if self.is_joined() {
+            let msg = ClientMsg::Admin { password: password.to_string(), command: command.to_string() };
+            self.net.send(0, crate::protocol::CH_CONTROL, &msg.encode());
+        }
     }
 
     /// The menu's "Disconnect": close the connection, exactly as a dropped one would.
@@ -629,7 +652,14 @@ impl<T: Transport> Client<T> {
         match m {
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => self.on_offer(digest, raw_len, packed_len),
             ServerMsg::ContentChunk { offset, data } => self.on_chunk(offset, &data),
-            ServerMsg::Welcome { player_id, tick, .. } => {
+            ServerMsg::Notice { text } => {
+                if self.notices.len() == MAX_NOTICES {
+                    self.notices.pop_front();
+                }
+                self.notices.push_back(text);
+                self.notices_seen += 1;
+            }
+            ServerMsg::Welcome { player_id, tick, name, motd, .. } => {
                 // Legal once, while joining, and only with the content agreed on: the
                 // offered one once it is held, else (no offer) the installed one.
                 if self.phase != Phase::Connecting || self.player_id.is_some() {
@@ -649,6 +679,8 @@ impl<T: Transport> Client<T> {
                 };
                 self.content = Some(content);
                 self.player_id = Some(player_id);
+                self.server_name = name;
+                self.motd = motd;
                 self.phase = Phase::Joined;
                 self.est = tick as f64;
                 self.input_tick = tick.wrapping_add(self.target_lead() as u32);

@@ -144,6 +144,10 @@ impl Transport for EnetTransport {
         self.host.flush();
     }
 
+    fn peer_addr(&self, peer: PeerId) -> Option<SocketAddr> {
+        self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address())
+    }
+
     fn stats(&self, peer: PeerId) -> LinkStats {
         let (sent, recv) = self.bytes.get(&(peer as usize)).copied().unwrap_or_default();
         match self.host.get_peer(enet::PeerID(peer as usize)) {

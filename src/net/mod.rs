@@ -74,6 +74,10 @@ pub trait Transport {
     fn presented_key(&self) -> Option<[u8; 32]> {
         None
     }
+    /// The network address of a peer, where there is one (not for the in-process pipe).
+    fn peer_addr(&self, _peer: PeerId) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -97,6 +101,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn wire_totals(&self) -> Option<(u64, u64)> {
         (**self).wire_totals()
+    }
+    fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
+        (**self).peer_addr(peer)
     }
 }
 
@@ -149,5 +156,9 @@ impl Transport for Multi {
     fn stats(&self, peer: PeerId) -> LinkStats {
         let (p, id) = Self::split(peer);
         self.parts.get(p).map(|t| t.stats(id)).unwrap_or_default()
+    }
+    fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
+        let (p, id) = Self::split(peer);
+        self.parts.get(p).and_then(|t| t.peer_addr(id))
     }
 }

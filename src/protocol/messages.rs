@@ -87,9 +87,19 @@ pub enum ClientMsg {
     /// how far ahead of its estimate of the server's tick the client numbered
     /// `newest_tick` (for the input report). 23 bytes with 3 frames.
     Input { newest_tick: u32, snap_ack: Option<u32>, lead: u8, frames: Vec<WireInput> },
+    /// Type 5, CONTROL. A console command from a player who knows the server's admin
+    /// password (`admin_password` in server.toml). Only ever sent inside the encrypted
+    /// session, so the password is not exposed on the way; the server answers with
+    /// `Notice`s and cuts off a player who guesses wrong three times.
+    /// `u8 type, str password (1..=64 bytes), str command (1..=200 bytes)`.
+    Admin { password: String, command: String },
 }
 
 pub const T_HELLO: u8 = 1;
+pub const T_ADMIN: u8 = 5;
+/// Longest admin password and console command a client may send, in bytes.
+pub const MAX_ADMIN_PASSWORD: usize = 64;
+pub const MAX_COMMAND: usize = 200;
 pub const T_INPUT: u8 = 2;
 pub const T_CONTENT_WANT: u8 = 3;
 pub const T_CONTENT_READY: u8 = 4;
@@ -127,6 +137,11 @@ impl ClientMsg {
                     w.u16(f.aim);
                     w.u8(f.buttons);
                 }
+            }
+            ClientMsg::Admin { password, command } => {
+                w.u8(T_ADMIN);
+                w.str(&crate::protocol::names::clip(password, MAX_ADMIN_PASSWORD));
+                w.str(&crate::protocol::names::clip(command, MAX_COMMAND));
             }
         }
         w.buf
@@ -184,6 +199,14 @@ impl ClientMsg {
                 }
                 ClientMsg::Input { newest_tick, snap_ack, lead, frames }
             }
+            T_ADMIN => {
+                let password = r.str(MAX_ADMIN_PASSWORD, "admin password")?;
+                let command = r.str(MAX_COMMAND, "command")?;
+                if password.is_empty() || command.trim().is_empty() {
+                    return Err(DecodeError::BadValue("command"));
+                }
+                ClientMsg::Admin { password, command }
+            }
             t => return Err(DecodeError::UnknownType(t)),
         };
         r.finish()?;
@@ -210,6 +233,9 @@ pub enum RejectReason {
         reason: String,
     },
     TooManyMalformed,
+    Banned {
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for RejectReason {
@@ -223,6 +249,7 @@ impl std::fmt::Display for RejectReason {
             RejectReason::BadHello => write!(f, "the server did not understand our greeting"),
             RejectReason::Kicked { reason } => write!(f, "kicked: {reason}"),
             RejectReason::TooManyMalformed => write!(f, "disconnected for sending malformed packets"),
+            RejectReason::Banned { reason } => write!(f, "banned from this server: {reason}"),
         }
     }
 }
@@ -805,12 +832,14 @@ pub enum WireEvent {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerMsg {
-    /// Type 10, CONTROL, reliable. Answer to a good Hello.
-    /// `u8 type, u16 version, var player_id, u32 tick, u8 tick_rate`.
-    Welcome { version: u16, player_id: u32, tick: u32, tick_rate: u8 },
+    /// Type 10, CONTROL, reliable. Answer to a good Hello, with the server's name and
+    /// message of the day.
+    /// `u8 type, u16 version, var player_id, u32 tick, u8 tick_rate, str name (..=48 bytes),
+    /// str motd (..=160 bytes)`.
+    Welcome { version: u16, player_id: u32, tick: u32, tick_rate: u8, name: String, motd: String },
     /// Type 11, CONTROL, reliable, then the server disconnects.
     /// `u8 type, u8 code, payload` (1 version: u16 server, u16 client; 2 content timeout; 3 full:
-    /// u16 max; 4 bad hello; 5 kicked: str reason; 6 malformed).
+    /// u16 max; 4 bad hello; 5 kicked: str reason; 6 malformed; 7 banned: str reason).
     Reject(RejectReason),
     /// Type 13, CONTROL. Answer to a Hello whose content digest differs from the server's:
     /// the client-side content it must use, by digest and size. The client answers
@@ -823,6 +852,9 @@ pub enum ServerMsg {
     /// Type 12, CONTROL, reliable, about once a second.
     /// `u8 type, var inputs_dropped, var ticks_coasted` (cumulative for this player).
     Stats { inputs_dropped: u32, ticks_coasted: u32 },
+    /// Type 15, CONTROL, reliable. Text from the server for the player to read: the
+    /// operator's `say`, answers to an admin's command. `u8 type, str text (..=200 bytes)`.
+    Notice { text: String },
     /// Type 20, EVENTS, reliable ordered. The receiver is now in this instance: drop every
     /// bullet and entity of the old one. Followed by the bullets already in flight.
     /// `u8 type, var instance, u32 tick, str dungeon ("" = hub), u16 arena_w, u16 arena_h`.
@@ -878,6 +910,11 @@ pub const T_REJECT: u8 = 11;
 pub const T_STATS: u8 = 12;
 pub const T_CONTENT_OFFER: u8 = 13;
 pub const T_CONTENT_CHUNK: u8 = 14;
+pub const T_NOTICE: u8 = 15;
+/// Longest server name, message of the day and notice, in bytes.
+pub const MAX_SERVER_NAME: usize = 48;
+pub const MAX_MOTD: usize = 160;
+pub const MAX_NOTICE: usize = 200;
 pub const T_ENTER: u8 = 20;
 pub const T_ROSTER: u8 = 21;
 pub const T_EVENTS: u8 = 22;
@@ -1135,12 +1172,18 @@ impl ServerMsg {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         match self {
-            ServerMsg::Welcome { version, player_id, tick, tick_rate } => {
+            ServerMsg::Welcome { version, player_id, tick, tick_rate, name, motd } => {
                 w.u8(T_WELCOME);
                 w.u16(*version);
                 w.var(*player_id as u64);
                 w.u32(*tick);
                 w.u8(*tick_rate);
+                w.str(&crate::protocol::names::clip(name, MAX_SERVER_NAME));
+                w.str(&crate::protocol::names::clip(motd, MAX_MOTD));
+            }
+            ServerMsg::Notice { text } => {
+                w.u8(T_NOTICE);
+                w.str(&crate::protocol::names::clip(text, MAX_NOTICE));
             }
             ServerMsg::Reject(r) => {
                 w.u8(T_REJECT);
@@ -1158,9 +1201,13 @@ impl ServerMsg {
                     RejectReason::BadHello => w.u8(4),
                     RejectReason::Kicked { reason } => {
                         w.u8(5);
-                        w.str(reason);
+                        w.str(&crate::protocol::names::clip(reason, 255));
                     }
                     RejectReason::TooManyMalformed => w.u8(6),
+                    RejectReason::Banned { reason } => {
+                        w.u8(7);
+                        w.str(&crate::protocol::names::clip(reason, 255));
+                    }
                 }
             }
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => {
@@ -1316,7 +1363,10 @@ impl ServerMsg {
                 player_id: r.var_u32("player id")?,
                 tick: r.u32()?,
                 tick_rate: r.u8()?,
+                name: r.str(MAX_SERVER_NAME, "server name")?,
+                motd: r.str(MAX_MOTD, "motd")?,
             },
+            T_NOTICE => ServerMsg::Notice { text: r.str(MAX_NOTICE, "notice")? },
             T_REJECT => ServerMsg::Reject(match r.u8()? {
                 1 => RejectReason::VersionMismatch { server: r.u16()?, client: r.u16()? },
                 2 => RejectReason::ContentTimeout,
@@ -1324,6 +1374,7 @@ impl ServerMsg {
                 4 => RejectReason::BadHello,
                 5 => RejectReason::Kicked { reason: r.str(255, "reason")? },
                 6 => RejectReason::TooManyMalformed,
+                7 => RejectReason::Banned { reason: r.str(255, "reason")? },
                 _ => return Err(DecodeError::BadValue("reject code")),
             }),
             T_CONTENT_OFFER => ServerMsg::ContentOffer {

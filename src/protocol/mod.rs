@@ -28,7 +28,14 @@ pub use wire::DecodeError;
 /// - 4: every datagram is sealed below ENet (`net::secure`: a Noise NX handshake after a
 ///   stateless cookie, then ChaCha20-Poly1305 with a replay window). The messages above
 ///   are unchanged; a version-3 game cannot reach a version-4 server at all.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// - 5: network feel and bandwidth. Burst spawn events (a ring or fan is one event),
+///   delta snapshots against the snapshot the client acknowledges in `Input`, the
+///   one-byte input report in snapshots, coarse positions for other entities, hit runs
+///   on the boss.
+/// - 6: server operations. `Welcome` carries the server's name and message of the day;
+///   `Notice` (type 15) brings the operator's words; reject code 7 "banned"; `Admin`
+///   (type 5) lets a player with the admin password run console commands.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

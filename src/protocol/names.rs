@@ -21,6 +21,17 @@ pub fn sanitize(name: &str) -> String {
     }
 }
 
+/// Text for the wire (a server's name, message of the day, a notice, a reason): control
+/// characters become spaces, cut to at most `max` bytes on a character boundary.
+pub fn clip(text: &str, max: usize) -> String {
+    let clean: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let mut end = clean.len().min(max);
+    while !clean.is_char_boundary(end) {
+        end -= 1;
+    }
+    clean[..end].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +49,7 @@ mod tests {
         assert_eq!(sanitize("  Zoë\n\t "), "Zoë");
         assert_eq!(sanitize("\u{7}\u{1b}"), "player");
         assert_eq!(sanitize("ok name"), "ok name");
+        assert_eq!(clip("a\tb€", 5), "a b");
+        assert_eq!(clip("short", 100), "short");
     }
 }

@@ -21,6 +21,9 @@ pub struct ServerFile {
     pub mods: Vec<PathBuf>,
     pub watch_mods: bool,
     pub log_level: String,
+    pub admin_password: String,
+    pub ban_list: PathBuf,
+    pub status_every_s: u64,
 }
 
 impl Default for ServerFile {
@@ -35,6 +38,9 @@ impl Default for ServerFile {
             mods: Vec::new(),
             watch_mods: false,
             log_level: "info".into(),
+            admin_password: String::new(),
+            ban_list: PathBuf::from("bans.toml"),
+            status_every_s: 300,
         }
     }
 }
@@ -48,7 +54,8 @@ pub fn default_text() -> String {
     format!(
         "# Hailfire dedicated server settings. Command-line flags override what is here.\n\
          # `hailfire --dedicated --print-config` shows the settings in effect.\n\n\
-         # The server's name and message of the day (shown in the log for now).\n\
+         # The server's name and message of the day: players see them when they join, and\n\
+         # LAN and status queries answer with the name.\n\
          name = \"{}\"\n\
          motd = \"\"\n\n\
          # Address and UDP port to listen on (0.0.0.0: every interface).\n\
@@ -66,8 +73,22 @@ pub fn default_text() -> String {
          # Reload mods when their files are saved (fights that start after use them).\n\
          watch_mods = false\n\n\
          # Log detail: error, warn, info, debug or trace.\n\
-         log_level = \"{}\"\n",
-        d.name, d.bind, d.max_players, d.event_every, d.log_level
+         log_level = \"{}\"\n\n\
+         # Players who send this password with an admin command (the in-game console) may\n\
+         # kick, ban, say and reload like the server console (empty: nobody may).\n\
+         admin_password = \"\"\n\n\
+         # The ban list, kept by the console's ban and unban (relative: beside this file).\n\
+         ban_list = \"{}\"\n\n\
+         # Log a status line (players, instances, tick cost, traffic) every this many\n\
+         # seconds (0: never).\n\
+         status_every_s = {}\n",
+        d.name,
+        d.bind,
+        d.max_players,
+        d.event_every,
+        d.log_level,
+        d.ban_list.display(),
+        d.status_every_s
     )
 }
 
@@ -97,6 +118,16 @@ impl ServerFile {
     pub fn check(&self) -> Result<(), String> {
         if !(1..=MAX_PLAYERS).contains(&self.max_players) {
             return Err(format!("max_players must be 1..={MAX_PLAYERS}, not {}", self.max_players));
+        }
+        use crate::protocol::messages::{MAX_ADMIN_PASSWORD, MAX_MOTD, MAX_SERVER_NAME};
+        for (key, value, max) in [
+            ("name", &self.name, MAX_SERVER_NAME),
+            ("motd", &self.motd, MAX_MOTD),
+            ("admin_password", &self.admin_password, MAX_ADMIN_PASSWORD),
+        ] {
+            if value.len() > max {
+                return Err(format!("{key} is {} bytes long; at most {max}", value.len()));
+            }
         }
         if !(1..=6).contains(&self.event_every) {
             return Err(format!("event_every must be 1..=6, not {}", self.event_every));
@@ -130,9 +161,12 @@ impl ServerFile {
         if !shown.password.is_empty() {
             shown.password = "(set)".into();
         }
+        if !shown.admin_password.is_empty() {
+            shown.admin_password = "(set)".into();
+        }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -141,7 +175,10 @@ impl ServerFile {
             shown.event_every,
             mods.join(", "),
             shown.watch_mods,
-            shown.log_level
+            shown.log_level,
+            shown.admin_password,
+            shown.ban_list.display().to_string(),
+            shown.status_every_s
         )
     }
 }
@@ -171,5 +208,10 @@ mod tests {
     fn the_password_is_never_shown() {
         let f = ServerFile { password: "hunter2".into(), ..Default::default() };
         assert!(!f.effective_text().contains("hunter2") && f.effective_text().contains("(set)"));
+        let f = ServerFile { admin_password: "swordfish".into(), ..Default::default() };
+        assert!(!f.effective_text().contains("swordfish"));
+        // What --print-config shows is itself a valid file with the same settings.
+        let g = ServerFile { name: "Zoë's \"den\"".into(), status_every_s: 60, ..Default::default() };
+        assert_eq!(ServerFile::parse(&g.effective_text(), "shown").unwrap(), g);
     }
 }

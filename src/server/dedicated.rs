@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use tracing::{info, warn};
 
+use super::console::Ops;
 use super::{Server, ServerConfig};
 use crate::content::Content;
 use crate::net::secure::{Identity, ServerSecurity};
@@ -29,11 +30,23 @@ pub struct DedicatedOptions {
     pub password: Option<String>,
     /// Reload mods when their files are saved (`--watch-mods`).
     pub watch_mods: bool,
+    /// Shown to players and in status answers.
+    pub name: String,
+    pub motd: String,
+    /// Players sending this with an admin command may run it (None: nobody).
+    pub admin_password: Option<String>,
+    /// Where bans are kept (None: in memory only).
+    pub ban_list: Option<std::path::PathBuf>,
+    /// How often the status line is logged (None: never).
+    pub status_every: Option<Duration>,
 }
 
 /// Reloads the server's mods when a file under them is saved (`--watch-mods`).
 pub struct ModReloader {
-    pub watcher: crate::content::preview::ModWatcher,
+    /// Watches the mod folders (None: reloads only when asked, by the console's `reload`).
+    pub watcher: Option<crate::content::preview::ModWatcher>,
+    /// A reload was asked for and has not started yet.
+    requested: bool,
     /// The extra mod folders the server was started with.
     pub mods: Vec<std::path::PathBuf>,
     /// Mods turned off (host-and-play's Mods menu).
@@ -46,6 +59,23 @@ pub struct ModReloader {
 }
 
 impl ModReloader {
+    /// Reloads only when asked (`request`), watching nothing.
+    pub fn on_request(mods: &[std::path::PathBuf]) -> ModReloader {
+        ModReloader {
+            watcher: None,
+            requested: false,
+            mods: mods.to_vec(),
+            disabled: Vec::new(),
+            allow_rejoin: true,
+            loading: None,
+        }
+    }
+
+    /// Reload at the next poll (the console's `reload`).
+    pub fn request(&mut self) {
+        self.requested = true;
+    }
+
     /// Watches the folders the server loads mods from.
     pub fn new(mods: &[std::path::PathBuf]) -> Result<ModReloader, String> {
         let mut dirs: Vec<std::path::PathBuf> = mods.to_vec();
@@ -56,7 +86,7 @@ impl ModReloader {
             }
         }
         let watcher = crate::content::preview::ModWatcher::new(&dirs, Duration::from_millis(300))?;
-        Ok(ModReloader { watcher, mods: mods.to_vec(), disabled: Vec::new(), allow_rejoin: true, loading: None })
+        Ok(ModReloader { watcher: Some(watcher), ..Self::on_request(mods) })
     }
 
     /// Leaves these mods out of every reload, and never asks players to rejoin (the host
@@ -69,8 +99,12 @@ impl ModReloader {
 
     fn poll<T: Transport>(&mut self, server: &mut Server<T>) {
         // Loading (and its dry run) happens off the tick thread: fights never stall on it.
-        if self.watcher.poll() && self.loading.is_none() {
-            self.watcher.changed_at = None;
+        let saved = self.watcher.as_mut().is_some_and(|w| w.poll());
+        if (saved || self.requested) && self.loading.is_none() {
+            self.requested = false;
+            if let Some(w) = self.watcher.as_mut() {
+                w.changed_at = None;
+            }
             let (tx, rx) = std::sync::mpsc::channel();
             let (mods, disabled) = (self.mods.clone(), self.disabled.clone());
             let spawned = std::thread::Builder::new().name("hailfire-reload".into()).spawn(move || {
@@ -117,20 +151,24 @@ pub fn run_loop<T: Transport>(
     stop: &AtomicBool,
     exit_after: Option<f64>,
     mut reload: Option<&mut ModReloader>,
+    ops: &mut Ops,
 ) {
     let period = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
     let start = Instant::now();
     let mut next = start;
     let mut behind_logged = false;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !ops.stop_requested {
         if exit_after.is_some_and(|s| start.elapsed().as_secs_f64() >= s) {
             info!("--exit-after reached");
             break;
         }
+        let t0 = Instant::now();
         server.tick();
+        let cost = t0.elapsed();
         if let Some(r) = reload.as_deref_mut() {
             r.poll(server);
         }
+        ops.after_tick(server, cost, reload.as_deref_mut());
         next += period;
         let now = Instant::now();
         if next > now {
@@ -181,9 +219,16 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     let config = ServerConfig {
         max_players: opts.max_players,
         events_every_ticks: opts.events_every_ticks,
+        name: opts.name.clone(),
+        motd: opts.motd.clone(),
+        admin_password: opts.admin_password.clone(),
         ..Default::default()
     };
     let mut server = Server::new(&content, net, config);
+    if let Some(path) = &opts.ban_list {
+        server.bans = super::bans::BanList::load(path).map_err(anyhow::Error::msg)?;
+        info!(bans = server.bans.bans.len(), file = %path.display(), "ban list");
+    }
     info!(
         digest = %server.content.digest.short(),
         bytes = server.content.encoded.len(),
@@ -198,17 +243,19 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         match ModReloader::new(&opts.mods) {
             Ok(r) => {
                 info!("watching the mod folders: a saved mod reloads for the fights that start after it");
-                Some(r)
+                r
             }
             Err(e) => {
                 warn!("--watch-mods: {e}");
-                None
+                ModReloader::on_request(&opts.mods)
             }
         }
     } else {
-        None
+        ModReloader::on_request(&opts.mods)
     };
-    run_loop(&mut server, &stop, opts.exit_after, reloader.as_mut());
+    println!("type `help` for the console's commands");
+    let mut ops = Ops::new(opts.status_every).with_stdin();
+    run_loop(&mut server, &stop, opts.exit_after, Some(&mut reloader), &mut ops);
     info!(players = server.connected_players(), tick = server.world.tick, "stopping: disconnecting everyone");
     server.shutdown();
     std::thread::sleep(Duration::from_millis(100));

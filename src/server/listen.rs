@@ -23,6 +23,7 @@ pub struct ListenServer {
     pub fingerprint: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    commands: mpsc::Sender<String>,
 }
 
 impl ListenServer {
@@ -52,6 +53,7 @@ impl ListenServer {
         let fingerprint = identity.fingerprint();
         let security = ServerSecurity { identity, password: None, max_sessions: 0 };
         let (tx, rx) = mpsc::channel();
+        let (commands, cmd_rx) = mpsc::channel();
         let (l2, s2) = (local.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("hailfire-server".into())
@@ -74,13 +76,19 @@ impl ListenServer {
                         None
                     }
                 });
-                run_loop(&mut server, &s2, None, reloader.as_mut());
+                let mut ops = super::console::Ops::new(Some(std::time::Duration::from_secs(300))).with_commands(cmd_rx);
+                run_loop(&mut server, &s2, None, reloader.as_mut(), &mut ops);
                 server.shutdown();
             })
             .context("starting the server thread")?;
         let addr =
             rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
-        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread) })
+        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands })
+    }
+
+    /// Runs a console command on the server (the host's kick and ban from the roster).
+    pub fn command(&self, line: &str) {
+        let _ = self.commands.send(line.to_string());
     }
 
     pub fn stop(&mut self) {

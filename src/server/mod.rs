@@ -2,7 +2,9 @@
 //! hosts the hub and every dungeon; each peer hears only about the instance it is in.
 //! It never knows whether a peer is across the internet or in the same process.
 
+pub mod bans;
 pub mod config;
+pub mod console;
 pub mod dedicated;
 pub mod listen;
 pub mod replicate;
@@ -52,13 +54,29 @@ pub struct ServerConfig {
     /// to two ticks later, fast-forwarded to where they are, for a third of the datagrams.
     /// See docs/PERFORMANCE.md for the trade.
     pub events_every_ticks: u32,
+    /// The server's name and message of the day, sent to every player in `Welcome`.
+    pub name: String,
+    pub motd: String,
+    /// Players who send this password with an `Admin` message may run console commands
+    /// (None: nobody may).
+    pub admin_password: Option<String>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_players: 16, seed: 0x4861_696c, events_every_ticks: SNAPSHOT_EVERY_TICKS }
+        ServerConfig {
+            max_players: 16,
+            seed: 0x4861_696c,
+            events_every_ticks: SNAPSHOT_EVERY_TICKS,
+            name: "Hailfire".into(),
+            motd: String::new(),
+            admin_password: None,
+        }
     }
 }
+
+/// Wrong admin passwords a player may send before being cut off.
+pub const MAX_ADMIN_FAILURES: u32 = 3;
 
 #[derive(Debug)]
 enum PeerState {
@@ -95,6 +113,7 @@ struct Peer {
     /// Tick the current rate window began, and packets per channel in it.
     rate_since: u32,
     rate: [u32; CHANNEL_COUNT],
+    admin_failures: u32,
 }
 
 /// What a content reload did.
@@ -145,6 +164,10 @@ pub struct Server<T: Transport> {
     pending: BTreeMap<InstanceId, Vec<WireEvent>>,
     /// The mods the running content holds (a reload that would refuse one is refused).
     loaded_mods: Vec<String>,
+    /// Names and addresses refused at the door.
+    pub bans: bans::BanList,
+    /// Console commands from admins, waiting for the loop that runs the console.
+    admin_queue: Vec<(PeerId, String)>,
 }
 
 impl<T: Transport> Server<T> {
@@ -167,6 +190,8 @@ impl<T: Transport> Server<T> {
             events_in: Vec::new(),
             pending: BTreeMap::new(),
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
+            bans: bans::BanList::default(),
+            admin_queue: Vec::new(),
         }
     }
 
@@ -186,8 +211,13 @@ impl<T: Transport> Server<T> {
         self.net.send(peer, channel, &msg.encode());
     }
 
+    /// The peer's address for the log ("this machine" for the in-process pipe).
+    fn addr_of(&self, peer: PeerId) -> String {
+        self.net.peer_addr(peer).map_or_else(|| "this machine".to_string(), |a| a.to_string())
+    }
+
     fn reject(&mut self, peer: PeerId, why: RejectReason) {
-        info!(peer, reason = %why, "rejecting peer");
+        info!(peer, addr = %self.addr_of(peer), reason = %why, "refusing a player");
         self.stats.rejected += 1;
         self.send(peer, CH_CONTROL, &ServerMsg::Reject(why));
         self.net.disconnect(peer);
@@ -300,6 +330,14 @@ impl<T: Transport> Server<T> {
                     Err(e) => self.malformed(peer, &e.to_string()),
                 }
             }
+            (PeerState::Playing { player }, CH_CONTROL) => {
+                let player = *player;
+                match ClientMsg::decode(data) {
+                    Ok(ClientMsg::Admin { password, command }) => self.on_admin(peer, player, &password, command),
+                    Ok(_) => self.malformed(peer, "unexpected message on the control channel"),
+                    Err(e) => self.malformed(peer, &e.to_string()),
+                }
+            }
             _ => self.malformed(peer, "message on the wrong channel or at the wrong time"),
         }
     }
@@ -352,6 +390,11 @@ impl<T: Transport> Server<T> {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
         let name = crate::protocol::names::sanitize(&name);
+        let ip = self.net.peer_addr(peer).map(|a| a.ip());
+        if let Some(ban) = self.bans.refuses(&name, ip) {
+            let reason = if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() };
+            return self.reject(peer, RejectReason::Banned { reason });
+        }
         if let Some(p) = self.peers.get_mut(&peer) {
             p.name = name;
         }
@@ -384,13 +427,17 @@ impl<T: Transport> Server<T> {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.state = PeerState::Playing { player };
         }
-        info!(peer, player, name = %name, players = self.world.player_count(), "player joined");
+        info!(peer, player, name = %name, addr = %self.addr_of(peer), players = self.world.player_count(), "player joined");
         let tick = self.world.tick;
-        self.send(
-            peer,
-            CH_CONTROL,
-            &ServerMsg::Welcome { version: PROTOCOL_VERSION, player_id: player, tick, tick_rate: TICK_RATE as u8 },
-        );
+        let welcome = ServerMsg::Welcome {
+            version: PROTOCOL_VERSION,
+            player_id: player,
+            tick,
+            tick_rate: TICK_RATE as u8,
+            name: self.config.name.clone(),
+            motd: self.config.motd.clone(),
+        };
+        self.send(peer, CH_CONTROL, &welcome);
     }
 
     /// One 60 Hz server tick: network in, simulate, network out.
@@ -415,6 +462,7 @@ impl<T: Transport> Server<T> {
                             snap_hist: VecDeque::new(),
                             rate_since: since,
                             rate: [0; CHANNEL_COUNT],
+                            admin_failures: 0,
                         },
                     );
                 }
@@ -723,6 +771,172 @@ impl<T: Transport> Server<T> {
             }
         }
         Ok(ReloadOutcome { client_content_changed: changed, players_asked_to_rejoin: rejoin })
+    }
+
+    /// A connected player by name (any case) or player id: peer, player id, name.
+    fn find_player(&self, who: &str) -> Option<(PeerId, PlayerId, String)> {
+        self.peers.iter().find_map(|(id, p)| match p.state {
+            PeerState::Playing { player } if p.name.eq_ignore_ascii_case(who) || player.to_string() == who => {
+                Some((*id, player, p.name.clone()))
+            }
+            _ => None,
+        })
+    }
+
+    /// Disconnects the player called `who` (a name or a player id) with `reason`, which
+    /// their game shows. Returns what was done, for the console.
+    pub fn kick(&mut self, who: &str, reason: &str) -> Result<String, String> {
+        let Some((peer, player, name)) = self.find_player(who) else {
+            return Err(format!("no player '{who}' is connected (see `players`)"));
+        };
+        let reason =
+            if reason.trim().is_empty() { "kicked by the server".to_string() } else { reason.trim().to_string() };
+        info!(player, name = %name, addr = %self.addr_of(peer), reason = %reason, "kicked");
+        self.drop_peer(peer, Some(RejectReason::Kicked { reason: reason.clone() }));
+        Ok(format!("kicked {name} (player {player}): {reason}"))
+    }
+
+    /// Bans `who`: a connected player (by name or id: their name and address), an IP
+    /// address, or a name not connected now. Everyone the ban covers is disconnected with
+    /// the reason, and the ban list file is saved.
+    pub fn ban(&mut self, who: &str, reason: &str) -> Result<String, String> {
+        let reason =
+            if reason.trim().is_empty() { "banned by the server".to_string() } else { reason.trim().to_string() };
+        let ip: Option<std::net::IpAddr> = who.parse().ok();
+        let (name, ip) = match (self.find_player(who), ip) {
+            (_, Some(ip)) => (String::new(), Some(ip)),
+            (Some((peer, _, name)), None) => (name, self.net.peer_addr(peer).map(|a| a.ip())),
+            (None, None) => (crate::protocol::names::sanitize(who), None),
+        };
+        self.bans.add(&name, ip, &reason)?;
+        let covered: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(id, p)| {
+                matches!(p.state, PeerState::Playing { .. })
+                    && ((!name.is_empty() && p.name.eq_ignore_ascii_case(&name))
+                        || (ip.is_some() && self.net.peer_addr(**id).map(|a| a.ip()) == ip))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for &peer in &covered {
+            self.drop_peer(peer, Some(RejectReason::Banned { reason: reason.clone() }));
+        }
+        let what = self.bans.bans.last().map(|b| b.describe()).unwrap_or_default();
+        info!(ban = %what, disconnected = covered.len(), "banned");
+        Ok(format!("banned {what}; {} player(s) disconnected", covered.len()))
+    }
+
+    /// Lifts the bans on a name or an address.
+    pub fn unban(&mut self, who: &str) -> Result<String, String> {
+        match self.bans.remove(who)? {
+            0 => Err(format!("nothing is banned under '{who}' (see `bans`)")),
+            n => {
+                info!(who, lifted = n, "unbanned");
+                Ok(format!("lifted {n} ban(s) on {who}"))
+            }
+        }
+    }
+
+    /// Text every connected player reads (the console's `say`).
+    pub fn say(&mut self, text: &str) -> usize {
+        let msg = ServerMsg::Notice { text: format!("[server] {}", text.trim()) };
+        let playing: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PeerState::Playing { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        for &peer in &playing {
+            self.send(peer, CH_CONTROL, &msg);
+        }
+        info!(text = text.trim(), players = playing.len(), "said");
+        playing.len()
+    }
+
+    /// Text for one peer (answers to an admin's command).
+    pub fn notice(&mut self, peer: PeerId, text: &str) {
+        if self.peers.contains_key(&peer) {
+            self.send(peer, CH_CONTROL, &ServerMsg::Notice { text: text.to_string() });
+        }
+    }
+
+    /// Console commands admins sent since the last call, with who sent each.
+    pub fn take_admin_commands(&mut self) -> Vec<(PeerId, String)> {
+        std::mem::take(&mut self.admin_queue)
+    }
+
+    fn on_admin(&mut self, peer: PeerId, player: PlayerId, password: &str, command: String) {
+        let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
+        let addr = self.addr_of(peer);
+        let Some(expected) = self.config.admin_password.clone() else {
+            warn!(player, name = %name, addr = %addr, "admin command refused: this server has no admin password");
+            return self.notice(peer, "this server takes no admin commands (no admin_password is set)");
+        };
+        // Compared in constant time; the session is encrypted, so the password was not
+        // exposed on the way.
+        let ok = password.len() == expected.len()
+            && password.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        if !ok {
+            let failures = self.peers.get_mut(&peer).map_or(0, |p| {
+                p.admin_failures += 1;
+                p.admin_failures
+            });
+            warn!(player, name = %name, addr = %addr, failures, "admin command refused: wrong admin password");
+            if failures >= MAX_ADMIN_FAILURES {
+                return self.drop_peer(peer, Some(RejectReason::Kicked { reason: "wrong admin password".into() }));
+            }
+            return self.notice(peer, "wrong admin password");
+        }
+        info!(player, name = %name, addr = %addr, command = %command, "admin command");
+        if self.admin_queue.len() < 16 {
+            self.admin_queue.push((peer, command));
+        }
+    }
+
+    /// One line per connected player: id, name, address, ping, loss, where they are.
+    pub fn player_lines(&self) -> Vec<String> {
+        self.peers
+            .iter()
+            .filter_map(|(peer, p)| {
+                let PeerState::Playing { player } = p.state else { return None };
+                let s = self.net.stats(*peer);
+                let addr = self.net.peer_addr(*peer).map_or("this machine".to_string(), |a| a.to_string());
+                let place = match self.world.instance_of(player) {
+                    Some(i) if i == self.world.hub => "the hub".to_string(),
+                    Some(i) => format!(
+                        "instance {i} ({})",
+                        self.world.instances.get(&i).and_then(|x| x.dungeon()).unwrap_or("?")
+                    ),
+                    None => "nowhere".to_string(),
+                };
+                Some(format!(
+                    "player {player} {:?} from {addr}: ping {:.0} ms, loss {:.1} %, in {place}",
+                    p.name,
+                    s.rtt_ms,
+                    s.loss * 100.0
+                ))
+            })
+            .collect()
+    }
+
+    /// The instances with their players and bullets.
+    pub fn instance_lines(&self) -> Vec<String> {
+        self.world
+            .instances
+            .values()
+            .map(|i| {
+                format!(
+                    "instance {} {}: {} player(s), {} bullet(s), {} enem(ies){}",
+                    i.id,
+                    i.dungeon().unwrap_or("(hub)"),
+                    i.players.len(),
+                    i.bullets.len(),
+                    i.enemies.len(),
+                    if i.boss.is_some() { ", boss" } else { "" }
+                )
+            })
+            .collect()
     }
 
     /// Ends every connection (server shutdown). Bodies go linkdead like any other drop.

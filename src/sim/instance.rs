@@ -83,6 +83,9 @@ pub struct Instance {
     pub cleared: bool,
     /// Shots refused because the instance was at `MAX_BULLETS_PER_INSTANCE`.
     pub bullets_refused: u64,
+    /// Wall-clock cost of this instance's last step, in microseconds (for the server's
+    /// status and its "falling behind" warning; never part of the simulation).
+    pub step_us: u32,
     next_uid: u32,
     next_enemy: u32,
     scripts: Box<dyn Scripting>,
@@ -133,6 +136,7 @@ impl Instance {
             age: 0,
             cleared: false,
             bullets_refused: 0,
+            step_us: 0,
             next_uid: 1,
             next_enemy: 1,
             scripts,

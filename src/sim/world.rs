@@ -151,7 +151,9 @@ impl World {
         let mut requests = std::mem::take(&mut self.requests);
         for (id, inst) in self.instances.iter_mut() {
             let defs = self.inst_defs.get(id).unwrap_or(&self.defs);
+            let t0 = std::time::Instant::now();
             inst.step(tick, defs, &mut events, &mut requests);
+            inst.step_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         }
         self.events = events;
         for r in requests.drain(..) {

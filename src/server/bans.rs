@@ -1,0 +1,169 @@
+//! The ban list: names and addresses refused at the door, kept in a TOML file so that bans
+//! survive restarts. The console's `ban`/`unban` (and an admin's) change it; the file is
+//! rewritten whole (to a temporary file, then renamed) after every change.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::diag::line_col;
+
+/// One ban: a player name, an address, or both (banning a connected player by name also
+/// bans the address they came from).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Ban {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub address: String,
+    #[serde(default)]
+    pub reason: String,
+    /// When, in seconds since 1970 (UTC).
+    #[serde(default)]
+    pub since: u64,
+}
+
+impl Ban {
+    fn ip(&self) -> Option<IpAddr> {
+        self.address.parse().ok()
+    }
+
+    /// How the console shows it.
+    pub fn describe(&self) -> String {
+        let who = match (self.name.is_empty(), self.address.is_empty()) {
+            (false, false) => format!("{} ({})", self.name, self.address),
+            (false, true) => self.name.clone(),
+            _ => self.address.clone(),
+        };
+        format!("{who}: {}", if self.reason.is_empty() { "no reason given" } else { &self.reason })
+    }
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct BanFile {
+    #[serde(default)]
+    ban: Vec<Ban>,
+}
+
+/// The bans in force, and the file they live in (None: kept in memory only, for tests and
+/// host-and-play).
+#[derive(Debug, Default)]
+pub struct BanList {
+    pub path: Option<PathBuf>,
+    pub bans: Vec<Ban>,
+}
+
+impl BanList {
+    /// Reads the list at `path` (a missing file is an empty list). Errors name the file,
+    /// line and column.
+    pub fn load(path: &Path) -> Result<BanList, String> {
+        if !path.exists() {
+            return Ok(BanList { path: Some(path.to_path_buf()), bans: Vec::new() });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let file: BanFile = toml::from_str(&text).map_err(|e| {
+            let (l, c) = e.span().map(|s| line_col(&text, s.start)).unwrap_or((1, 1));
+            format!("{}:{l}:{c}: {}", path.display(), e.message().trim())
+        })?;
+        for (i, b) in file.ban.iter().enumerate() {
+            if b.name.is_empty() && b.address.is_empty() {
+                return Err(format!("{}: ban {} has neither a name nor an address", path.display(), i + 1));
+            }
+            if !b.address.is_empty() && b.ip().is_none() {
+                return Err(format!("{}: ban {}: '{}' is not an IP address", path.display(), i + 1, b.address));
+            }
+        }
+        Ok(BanList { path: Some(path.to_path_buf()), bans: file.ban })
+    }
+
+    /// The ban that keeps out a player with this name from this address, if any. Names
+    /// compare without regard to case.
+    pub fn refuses(&self, name: &str, ip: Option<IpAddr>) -> Option<&Ban> {
+        self.bans
+            .iter()
+            .find(|b| (!b.name.is_empty() && b.name.eq_ignore_ascii_case(name)) || (ip.is_some() && b.ip() == ip))
+    }
+
+    /// Adds a ban and saves the list.
+    pub fn add(&mut self, name: &str, ip: Option<IpAddr>, reason: &str) -> Result<(), String> {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.bans.push(Ban {
+            name: name.to_string(),
+            address: ip.map(|i| i.to_string()).unwrap_or_default(),
+            reason: reason.to_string(),
+            since,
+        });
+        self.save()
+    }
+
+    /// Lifts every ban on this name or address; returns how many there were.
+    pub fn remove(&mut self, who: &str) -> Result<usize, String> {
+        let ip: Option<IpAddr> = who.parse().ok();
+        let before = self.bans.len();
+        self.bans.retain(|b| !(b.name.eq_ignore_ascii_case(who) || (ip.is_some() && b.ip() == ip)));
+        let n = before - self.bans.len();
+        if n > 0 {
+            self.save()?;
+        }
+        Ok(n)
+    }
+
+    fn save(&self) -> Result<(), String> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let body = toml::to_string_pretty(&BanFile { ban: self.bans.clone() }).map_err(|e| e.to_string())?;
+        let text = format!(
+            "# Hailfire ban list, written by the server's `ban` and `unban` commands. You may edit\n\
+             # it while the server is stopped: each [[ban]] has a name, an address or both.\n\n{body}"
+        );
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bans_persist_and_lift() {
+        let dir = std::env::temp_dir().join(format!("hailfire-bans-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("bans.toml");
+        let mut list = BanList::load(&path).unwrap();
+        assert!(list.bans.is_empty());
+        let ip: IpAddr = "203.0.113.7".parse().unwrap();
+        list.add("Griefer", Some(ip), "spawn camping").unwrap();
+        list.add("", Some("2001:db8::1".parse().unwrap()), "").unwrap();
+        let again = BanList::load(&path).unwrap();
+        assert_eq!(again.bans, list.bans);
+        assert_eq!(again.refuses("griefer", None).map(|b| b.reason.as_str()), Some("spawn camping"));
+        assert!(again.refuses("someone", Some(ip)).is_some());
+        assert!(again.refuses("someone", Some("2001:db8::1".parse().unwrap())).is_some());
+        assert!(again.refuses("someone", Some("198.51.100.1".parse().unwrap())).is_none());
+        let mut again = again;
+        assert_eq!(again.remove("GRIEFER").unwrap(), 1);
+        assert_eq!(again.remove("nobody").unwrap(), 0);
+        assert!(BanList::load(&path).unwrap().refuses("griefer", Some(ip)).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_broken_list_names_its_line() {
+        let dir = std::env::temp_dir().join(format!("hailfire-bans-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bans.toml");
+        std::fs::write(&path, "[[ban]]\nname = \"x\"\nadress = \"1.2.3.4\"\n").unwrap();
+        let e = BanList::load(&path).unwrap_err();
+        assert!(e.contains("bans.toml:3:1") && e.contains("adress"), "{e}");
+        std::fs::write(&path, "[[ban]]\naddress = \"not an ip\"\n").unwrap();
+        assert!(BanList::load(&path).unwrap_err().contains("not an IP address"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

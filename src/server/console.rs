@@ -1,0 +1,386 @@
+//! The operator's side of a running server: the console on standard input (a terminal or a
+//! pipe), the same commands from admins in the game, tick-cost accounting, the periodic
+//! status line and the "falling behind" warning.
+//!
+//! Commands: `help`, `status`, `players`, `kick NAME|ID [reason]`, `ban NAME|ID|ADDRESS
+//! [reason]`, `unban NAME|ADDRESS`, `bans`, `say TEXT`, `reload`, `stop`. A name with
+//! spaces is written in double quotes.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use super::dedicated::ModReloader;
+use super::Server;
+use crate::net::{PeerId, Transport};
+use crate::sim::TICK_RATE;
+
+/// One console command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Status,
+    Players,
+    Kick { who: String, reason: String },
+    Ban { who: String, reason: String },
+    Unban { who: String },
+    Bans,
+    Say { text: String },
+    Reload,
+    Stop,
+}
+
+pub const HELP: &str = "\
+commands:
+  status                        players, instances, tick cost, uptime, traffic
+  players                       who is connected: id, name, address, ping, loss, where
+  kick NAME|ID [reason]         disconnect a player; they see the reason
+  ban NAME|ID|ADDRESS [reason]  keep a player (their name and address) or an address out
+  unban NAME|ADDRESS            lift a ban
+  bans                          the ban list
+  say TEXT                      a message every player reads
+  reload                        reload the mods (fights that start after use them)
+  stop                          disconnect everyone and stop the server
+(a name with spaces goes in double quotes: kick \"Big Bob\" spamming)";
+
+/// Splits off the first word (or a double-quoted phrase).
+fn first_word(s: &str) -> (String, &str) {
+    let s = s.trim_start();
+    if let Some(rest) = s.strip_prefix('"') {
+        if let Some(end) = rest.find('"') {
+            return (rest[..end].to_string(), rest[end + 1..].trim_start());
+        }
+    }
+    match s.find(char::is_whitespace) {
+        Some(i) => (s[..i].to_string(), s[i..].trim_start()),
+        None => (s.to_string(), ""),
+    }
+}
+
+impl Command {
+    /// Reads one line; `Ok(None)` for a blank line. Errors say what is wrong and how to
+    /// write it.
+    pub fn parse(line: &str) -> Result<Option<Command>, String> {
+        let (word, rest) = first_word(line.trim());
+        let need = |what: &str, usage: &str| -> Result<String, String> {
+            let (w, _) = first_word(rest);
+            if w.is_empty() {
+                Err(format!("{what} needs {usage}"))
+            } else {
+                Ok(w)
+            }
+        };
+        let after_first = || first_word(rest).1.trim().to_string();
+        Ok(Some(match word.to_ascii_lowercase().as_str() {
+            "" => return Ok(None),
+            "help" | "?" => Command::Help,
+            "status" => Command::Status,
+            "players" | "list" => Command::Players,
+            "kick" => {
+                Command::Kick { who: need("kick", "a player's name or id: kick NAME [reason]")?, reason: after_first() }
+            }
+            "ban" => Command::Ban {
+                who: need("ban", "a player's name or id, or an address: ban NAME [reason]")?,
+                reason: after_first(),
+            },
+            "unban" => Command::Unban { who: need("unban", "a name or an address: unban NAME")? },
+            "bans" => Command::Bans,
+            "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
+            "say" => Command::Say { text: rest.trim().to_string() },
+            "reload" => Command::Reload,
+            "stop" | "quit" | "exit" => Command::Stop,
+            other => return Err(format!("unknown command '{other}' (type `help`)")),
+        }))
+    }
+}
+
+/// Tick costs over the last minute, and what the periodic status line reports.
+pub struct Ops {
+    pub started: Instant,
+    /// Cost of each of the last minute's ticks, in microseconds.
+    costs: VecDeque<u32>,
+    /// How often the status line is logged (None: never).
+    pub status_every: Option<Duration>,
+    last_status: Instant,
+    /// Wire totals (sent, received) at the last status line.
+    last_traffic: (u64, u64),
+    last_behind_warning: Option<Instant>,
+    /// Lines typed on standard input, from a reader thread.
+    stdin: Option<Receiver<String>>,
+    /// Set by `stop`.
+    pub stop_requested: bool,
+}
+
+/// Ticks kept for the tick-cost figures: one minute.
+const COST_WINDOW: usize = 60 * TICK_RATE as usize;
+
+impl Ops {
+    pub fn new(status_every: Option<Duration>) -> Ops {
+        let now = Instant::now();
+        Ops {
+            started: now,
+            costs: VecDeque::with_capacity(COST_WINDOW),
+            status_every,
+            last_status: now,
+            last_traffic: (0, 0),
+            last_behind_warning: None,
+            stdin: None,
+            stop_requested: false,
+        }
+    }
+
+    /// Reads commands from standard input (a terminal or a pipe) on a thread of its own.
+    /// When standard input ends (closed pipe, /dev/null under systemd), the console just
+    /// stops listening; the server keeps running.
+    pub fn with_stdin(mut self) -> Ops {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new().name("hailfire-console".into()).spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        if spawned.is_ok() {
+            self.stdin = Some(rx);
+        }
+        self
+    }
+
+    /// Takes commands from `rx` instead (the host's in-game menu in host-and-play).
+    pub fn with_commands(mut self, rx: Receiver<String>) -> Ops {
+        self.stdin = Some(rx);
+        self
+    }
+
+    /// Mean and largest tick cost over the last minute, in milliseconds.
+    pub fn tick_cost_ms(&self) -> (f64, f64) {
+        if self.costs.is_empty() {
+            return (0.0, 0.0);
+        }
+        let sum: u64 = self.costs.iter().map(|&c| c as u64).sum();
+        let max = self.costs.iter().copied().max().unwrap_or(0);
+        (sum as f64 / self.costs.len() as f64 / 1000.0, max as f64 / 1000.0)
+    }
+
+    /// Called after every tick with what it cost: runs the commands typed or sent by
+    /// admins, logs the status line when due and warns when a tick overran its budget.
+    pub fn after_tick<T: Transport>(
+        &mut self,
+        server: &mut Server<T>,
+        cost: Duration,
+        mut reload: Option<&mut ModReloader>,
+    ) {
+        if self.costs.len() == COST_WINDOW {
+            self.costs.pop_front();
+        }
+        self.costs.push_back(cost.as_micros().min(u32::MAX as u128) as u32);
+        let budget = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
+        if cost > budget && self.last_behind_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+            self.last_behind_warning = Some(Instant::now());
+            match server.world.instances.values().max_by_key(|i| i.step_us) {
+                Some(i) => warn!(
+                    tick_ms = format!("{:.1}", cost.as_secs_f64() * 1000.0),
+                    instance = i.id,
+                    dungeon = i.dungeon().unwrap_or("hub"),
+                    bullets = i.bullets.len(),
+                    instance_ms = format!("{:.1}", i.step_us as f64 / 1000.0),
+                    "a tick took longer than its 16.7 ms: the server is falling behind"
+                ),
+                None => warn!(tick_ms = cost.as_secs_f64() * 1000.0, "a tick took longer than its 16.7 ms"),
+            }
+        }
+        let mut lines: Vec<(Option<PeerId>, String)> = Vec::new();
+        if let Some(rx) = &self.stdin {
+            loop {
+                match rx.try_recv() {
+                    Ok(l) => lines.push((None, l)),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.stdin = None;
+                        break;
+                    }
+                }
+            }
+        }
+        lines.extend(server.take_admin_commands().into_iter().map(|(p, c)| (Some(p), c)));
+        for (from, line) in lines {
+            let out = self.run(server, &line, reload.as_deref_mut());
+            match from {
+                None => {
+                    for l in &out {
+                        println!("{l}");
+                    }
+                }
+                Some(peer) => {
+                    for l in out.iter().take(24) {
+                        server.notice(peer, l);
+                    }
+                }
+            }
+        }
+        if let Some(every) = self.status_every {
+            if self.last_status.elapsed() >= every {
+                let line = self.status_line(server);
+                info!("{line}");
+            }
+        }
+    }
+
+    /// The one-line summary the log gets every few minutes; traffic is since the last one.
+    fn status_line<T: Transport>(&mut self, server: &Server<T>) -> String {
+        let secs = self.last_status.elapsed().as_secs_f64().max(1e-3);
+        self.last_status = Instant::now();
+        let (mean, max) = self.tick_cost_ms();
+        let traffic = match server.net.wire_totals() {
+            Some((sent, recv)) => {
+                let (s0, r0) = std::mem::replace(&mut self.last_traffic, (sent, recv));
+                format!(
+                    ", traffic {:.1} KB/s out {:.1} KB/s in",
+                    sent.saturating_sub(s0) as f64 / secs / 1000.0,
+                    recv.saturating_sub(r0) as f64 / secs / 1000.0
+                )
+            }
+            None => String::new(),
+        };
+        format!(
+            "status: {} player(s), {} instance(s), {} bullet(s), tick {mean:.2} ms mean {max:.2} ms max (last minute){traffic}, up {}",
+            server.connected_players(),
+            server.world.instances.len(),
+            server.world.instances.values().map(|i| i.bullets.len()).sum::<usize>(),
+            uptime(self.started.elapsed())
+        )
+    }
+
+    /// Runs one command line; returns what to show whoever typed it.
+    pub fn run<T: Transport>(
+        &mut self,
+        server: &mut Server<T>,
+        line: &str,
+        reload: Option<&mut ModReloader>,
+    ) -> Vec<String> {
+        let cmd = match Command::parse(line) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Vec::new(),
+            Err(e) => return vec![e],
+        };
+        let one = |r: Result<String, String>| vec![r.unwrap_or_else(|e| e)];
+        match cmd {
+            Command::Help => HELP.lines().map(str::to_string).collect(),
+            Command::Status => {
+                let (mean, max) = self.tick_cost_ms();
+                let mut out = vec![format!(
+                    "{:?} up {}, {} of {} player(s), tick {mean:.2} ms mean {max:.2} ms max over the last minute (budget 16.7)",
+                    server.config.name,
+                    uptime(self.started.elapsed()),
+                    server.connected_players(),
+                    server.config.max_players
+                )];
+                if let Some((sent, recv)) = server.net.wire_totals() {
+                    let s = self.started.elapsed().as_secs_f64().max(1e-3);
+                    out.push(format!(
+                        "traffic: {} out, {} in ({:.1} / {:.1} KB/s on average)",
+                        bytes(sent),
+                        bytes(recv),
+                        sent as f64 / s / 1000.0,
+                        recv as f64 / s / 1000.0
+                    ));
+                }
+                out.push("players:".into());
+                let players = server.player_lines();
+                if players.is_empty() {
+                    out.push("  (nobody)".into());
+                }
+                out.extend(players.into_iter().map(|l| format!("  {l}")));
+                out.push("instances:".into());
+                out.extend(server.instance_lines().into_iter().map(|l| format!("  {l}")));
+                out
+            }
+            Command::Players => {
+                let p = server.player_lines();
+                if p.is_empty() {
+                    vec!["nobody is connected".into()]
+                } else {
+                    p
+                }
+            }
+            Command::Kick { who, reason } => one(server.kick(&who, &reason)),
+            Command::Ban { who, reason } => one(server.ban(&who, &reason)),
+            Command::Unban { who } => one(server.unban(&who)),
+            Command::Bans => {
+                if server.bans.bans.is_empty() {
+                    vec!["nobody is banned".into()]
+                } else {
+                    server.bans.bans.iter().map(|b| b.describe()).collect()
+                }
+            }
+            Command::Say { text } => {
+                let n = server.say(&text);
+                vec![format!("said to {n} player(s)")]
+            }
+            Command::Reload => match reload {
+                Some(r) => {
+                    r.request();
+                    vec!["reloading the mods (the log says how it went)".into()]
+                }
+                None => vec!["this server cannot reload its mods".into()],
+            },
+            Command::Stop => {
+                info!("stop requested from the console");
+                self.stop_requested = true;
+                vec!["stopping".into()]
+            }
+        }
+    }
+}
+
+fn bytes(b: u64) -> String {
+    match b {
+        0..=999_999 => format!("{:.1} KB", b as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} MB", b as f64 / 1e6),
+        _ => format!("{:.2} GB", b as f64 / 1e9),
+    }
+}
+
+fn uptime(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_with_quotes_and_reasons() {
+        assert_eq!(Command::parse("  ").unwrap(), None);
+        assert_eq!(
+            Command::parse("kick \"Big Bob\" spamming the chat").unwrap(),
+            Some(Command::Kick { who: "Big Bob".into(), reason: "spamming the chat".into() })
+        );
+        assert_eq!(Command::parse("KICK 3").unwrap(), Some(Command::Kick { who: "3".into(), reason: String::new() }));
+        assert_eq!(
+            Command::parse("ban 203.0.113.9 flooding").unwrap(),
+            Some(Command::Ban { who: "203.0.113.9".into(), reason: "flooding".into() })
+        );
+        assert_eq!(Command::parse("say  hello  all ").unwrap(), Some(Command::Say { text: "hello  all".into() }));
+        assert!(Command::parse("kick").unwrap_err().contains("kick NAME"));
+        assert!(Command::parse("say").unwrap_err().contains("say TEXT"));
+        assert!(Command::parse("frobnicate").unwrap_err().contains("type `help`"));
+        assert_eq!(Command::parse("stop").unwrap(), Some(Command::Stop));
+    }
+
+    #[test]
+    fn uptime_reads_well() {
+        assert_eq!(uptime(Duration::from_secs(5)), "5 s");
+        assert_eq!(uptime(Duration::from_secs(125)), "2 min 5 s");
+        assert_eq!(uptime(Duration::from_secs(7260)), "2 h 1 min");
+    }
+}
