@@ -89,6 +89,25 @@ fn attach_console() {}
 
 #[derive(Subcommand)]
 enum Command {
+    /// Find servers: those on the local network (--lan), or ask one (--query) as a
+    /// monitoring script would. Lists name, players, address, ping, password.
+    Servers {
+        /// Ask the local network (broadcast) and this machine.
+        #[arg(long, conflicts_with = "query")]
+        lan: bool,
+        /// With --lan: ask only this machine (127.0.0.1), no broadcast.
+        #[arg(long, requires = "lan")]
+        local: bool,
+        /// With --lan: the ports to ask (repeatable; default 24680 to 24689).
+        #[arg(long = "port", requires = "lan")]
+        ports: Vec<u16>,
+        /// Ask one server, HOST[:PORT]; exits non-zero when it does not answer.
+        #[arg(long)]
+        query: Option<String>,
+        /// How long to wait for answers, in milliseconds.
+        #[arg(long, default_value_t = 1500)]
+        wait_ms: u64,
+    },
     /// Work with mods.
     Mods {
         #[command(subcommand)]
@@ -397,6 +416,7 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
+        Some(Command::Servers { lan, local, ports, query, wait_ms }) => servers(lan, local, ports, query, wait_ms),
         #[cfg(not(feature = "desktop"))]
         None => no_desktop("the game"),
         #[cfg(feature = "desktop")]
@@ -416,6 +436,55 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+fn servers(lan: bool, local: bool, ports: Vec<u16>, query: Option<String>, wait_ms: u64) -> ExitCode {
+    use hailfire::net::discovery;
+    let wait = std::time::Duration::from_millis(wait_ms.max(1));
+    if let Some(q) = query {
+        let addr = match hailfire::net::resolve(&q) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("hailfire servers: --query {q}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        return match discovery::query_one(addr, wait) {
+            Ok(f) => {
+                println!("{}", discovery::describe(&f));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hailfire servers: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if !lan {
+        eprintln!("hailfire servers: say --lan (servers on the local network) or --query HOST[:PORT]");
+        return ExitCode::from(2);
+    }
+    let ports = if ports.is_empty() { discovery::default_ports() } else { ports };
+    match discovery::lan(&ports, !local, wait) {
+        Ok(found) if found.is_empty() => {
+            println!(
+                "no server answered ({} on ports {:?})",
+                if local { "this machine" } else { "the local network" },
+                ports
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(found) => {
+            for f in &found {
+                println!("{}", discovery::describe(f));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hailfire servers: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -637,3 +637,40 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
     console.type_line("stop", &|s| s.contains("stopping"));
     let _ = console.child.wait();
 }
+
+#[test]
+fn servers_on_this_machine_answer_the_lan_and_status_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    std::fs::write(dir.path().join("server.toml"), "name = \"Lan Party\"\nmotd = \"pizza at 8\"\npassword = \"pw\"\n")
+        .unwrap();
+    let mut server = dedicated(dir.path(), port, &log, &[]);
+    // Someone joins: the count in the answers follows (within half a second).
+    let player = hub_bot(dir.path(), port, "guest", "8", &["--password", "pw"]);
+    wait_for(&log, &|s| s.contains("player joined"), 15);
+    std::thread::sleep(Duration::from_millis(700));
+    let out = hf(dir.path())
+        .args(["servers", "--lan", "--local", "--port", &port.to_string(), "--port", &free_port().to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.contains("\"Lan Party\"")).unwrap_or_else(|| panic!("listed: {text}"));
+    assert!(line.contains(&format!("127.0.0.1:{port}")) && line.contains("1/16"), "{line}");
+    assert!(line.contains("password") && line.contains("pizza at 8"), "{line}");
+    let out = hf(dir.path()).args(["servers", "--query", &format!("127.0.0.1:{port}")]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("\"Lan Party\"") && text.contains("1/16"), "{text}");
+    // Nobody there: a clear failure for a monitoring script.
+    let silent = free_port();
+    let out = hf(dir.path())
+        .args(["servers", "--query", &format!("127.0.0.1:{silent}"), "--wait-ms", "600"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "no answer is a failure");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no answer from 127.0.0.1"), "{out:?}");
+    let _ = finish(player, 20);
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -19,7 +19,7 @@ use hailfire::protocol::content::ClientContent;
 use hailfire::server::{Server, ServerConfig};
 
 fn server(c: &Content, bind: &str, identity: Identity, password: Option<&str>) -> Server<EnetTransport> {
-    let sec = ServerSecurity { identity, password: password.map(str::to_string), max_sessions: 0 };
+    let sec = ServerSecurity { identity, password: password.map(str::to_string), max_sessions: 0, status: None };
     let net = EnetTransport::listen_secure(bind.parse().unwrap(), 8, sec).unwrap();
     Server::new(c, net, ServerConfig::default())
 }
@@ -315,4 +315,54 @@ fn honest_players_join_while_the_port_is_flooded_and_state_stays_bounded() {
     assert!(st.sessions <= 2, "only the honest players hold sessions: {st:?}");
     assert!(st.cookies_sent > 100 && st.dropped > 1000, "the flood was answered statelessly and dropped: {st:?}");
     assert_eq!(s.connected_players(), 2);
+}
+
+#[test]
+fn status_queries_cannot_amplify_and_are_rate_limited() {
+    use hailfire::protocol::status::{query, ServerStatus, MAX_ANSWERS_PER_SECOND, QUERY_LEN};
+    let c = base();
+    let board = std::sync::Arc::new(std::sync::Mutex::new(ServerStatus {
+        name: "N".repeat(200),
+        motd: "M".repeat(200),
+        max_players: 8,
+        ..Default::default()
+    }));
+    let sec = ServerSecurity {
+        identity: Identity::generate().unwrap(),
+        password: None,
+        max_sessions: 0,
+        status: Some(board.clone()),
+    };
+    let net = EnetTransport::listen_secure("127.0.0.1:0".parse().unwrap(), 8, sec).unwrap();
+    let addr = net.local_addr().unwrap();
+    let mut s = Server::new(&c, net, ServerConfig::default());
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.set_nonblocking(true).unwrap();
+    // A short and a long query (never answered), then a burst of good ones.
+    probe.send_to(&query(1_000_007)[..QUERY_LEN - 1], addr).unwrap();
+    let mut long = query(1_000_008);
+    long.push(0);
+    probe.send_to(&long, addr).unwrap();
+    let burst = 3 * MAX_ANSWERS_PER_SECOND as usize;
+    for i in 0..burst {
+        probe.send_to(&query(i as u32), addr).unwrap();
+    }
+    let mut answers = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(500) {
+        s.tick();
+        let mut buf = [0u8; 2048];
+        while let Ok((n, _)) = probe.recv_from(&mut buf) {
+            answers.push(buf[..n].to_vec());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!answers.is_empty(), "queries are answered");
+    assert!(answers.len() <= MAX_ANSWERS_PER_SECOND as usize, "{} answers to a burst of {burst}", answers.len());
+    for a in &answers {
+        assert!(a.len() <= QUERY_LEN, "an answer of {} bytes to a query of {QUERY_LEN}", a.len());
+        let (nonce, st) = ServerStatus::read_answer(a).unwrap();
+        assert!(nonce < burst as u32, "only well-formed queries are answered (nonce {nonce})");
+        assert_eq!(st.max_players, 8);
+    }
 }

@@ -1,5 +1,6 @@
 //! Server messages as a client decodes them (a hostile server): never a panic, also not
-//! when a snapshot is rebuilt on a base or a burst is expanded into bullets.
+//! when a snapshot is rebuilt on a base or a burst is expanded into bullets; and status
+//! answers to a LAN or `servers --query` query.
 #![no_main]
 use hailfire::protocol::messages::{SnapPlayer, Snapshot};
 use hailfire::protocol::{ServerMsg, WireEvent};
@@ -7,6 +8,10 @@ use hailfire::sim::Vec2;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    // A status answer (LAN and --query) comes from any address: never a panic either.
+    if let Ok((nonce, s)) = hailfire::protocol::status::ServerStatus::read_answer(data) {
+        assert!(s.answer(nonce).len() <= hailfire::protocol::status::QUERY_LEN);
+    }
     if let Ok(m) = ServerMsg::decode(data) {
         let _ = ServerMsg::decode(&m.encode());
         match &m {

@@ -80,15 +80,20 @@ impl Session {
             .parse()
             .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
         let watch = settings.watch_mods.then(|| settings.disabled_mods.clone());
+        // Friends see this name in their Join menu's LAN list and when they join.
+        let config = crate::server::ServerConfig {
+            name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),
+            ..Default::default()
+        };
         let server = match ListenServer::start_watching(
             content.clone(),
             SocketAddr::new(ip, port),
-            Default::default(),
+            config.clone(),
             watch.clone(),
         ) {
             Ok(s) => s,
             // The port is taken (another game?): take any free one and say which.
-            Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), Default::default(), watch)?,
+            Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), config, watch)?,
         };
         // The host's client holds the very content the server runs: nothing to transfer.
         let installed = Some(ClientContent::of(content));

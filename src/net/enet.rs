@@ -39,7 +39,8 @@ impl EnetTransport {
     /// A server listening on `bind` for up to `max_peers` connections, with a fresh key
     /// pair and no password (tests, benchmarks).
     pub fn listen(bind: SocketAddr, max_peers: usize) -> io::Result<Self> {
-        let security = ServerSecurity { identity: Identity::generate()?, password: None, max_sessions: 0 };
+        let security =
+            ServerSecurity { identity: Identity::generate()?, password: None, max_sessions: 0, status: None };
         Self::listen_secure(bind, max_peers, security)
     }
 

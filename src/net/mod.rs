@@ -7,6 +7,7 @@
 //! this same interface, so nothing above it changes.
 
 pub mod conditioner;
+pub mod discovery;
 pub mod enet;
 pub mod local;
 pub mod secure;

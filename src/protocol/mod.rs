@@ -5,6 +5,7 @@
 pub mod content;
 pub mod messages;
 pub mod names;
+pub mod status;
 pub mod wire;
 
 pub use messages::{ClientMsg, RejectReason, ServerMsg, Snapshot, WireEvent, WireInput, WireTarget};

@@ -111,6 +111,9 @@ pub struct Ops {
     stdin: Option<Receiver<String>>,
     /// Set by `stop`.
     pub stop_requested: bool,
+    /// What status queries are answered with: kept current here.
+    board: Option<crate::net::secure::StatusBoard>,
+    ticks: u64,
 }
 
 /// Ticks kept for the tick-cost figures: one minute.
@@ -128,6 +131,8 @@ impl Ops {
             last_behind_warning: None,
             stdin: None,
             stop_requested: false,
+            board: None,
+            ticks: 0,
         }
     }
 
@@ -147,6 +152,12 @@ impl Ops {
         if spawned.is_ok() {
             self.stdin = Some(rx);
         }
+        self
+    }
+
+    /// Keeps `board` (what LAN and status queries are answered with) current.
+    pub fn with_board(mut self, board: crate::net::secure::StatusBoard) -> Ops {
+        self.board = Some(board);
         self
     }
 
@@ -176,6 +187,12 @@ impl Ops {
     ) {
         if self.costs.len() == COST_WINDOW {
             self.costs.pop_front();
+        }
+        self.ticks += 1;
+        if let (Some(board), 0) = (&self.board, self.ticks % 30) {
+            if let Ok(mut b) = board.lock() {
+                b.players = server.connected_players().min(u16::MAX as usize) as u16;
+            }
         }
         self.costs.push_back(cost.as_micros().min(u32::MAX as u128) as u32);
         let budget = Duration::from_secs_f64(1.0 / TICK_RATE as f64);

@@ -212,10 +212,25 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     if opts.password.is_some() {
         info!("joining needs the server password");
     }
-    let security = ServerSecurity { identity, password: opts.password.clone(), max_sessions: 0 };
+    let board: crate::net::secure::StatusBoard =
+        std::sync::Arc::new(std::sync::Mutex::new(crate::protocol::status::ServerStatus {
+            protocol: crate::protocol::PROTOCOL_VERSION,
+            players: 0,
+            max_players: opts.max_players.min(u16::MAX as usize) as u16,
+            port: opts.bind.port(),
+            password: opts.password.is_some(),
+            key: identity.public[..8].try_into().expect("8 bytes"),
+            name: opts.name.clone(),
+            motd: opts.motd.clone(),
+        }));
+    let security =
+        ServerSecurity { identity, password: opts.password.clone(), max_sessions: 0, status: Some(board.clone()) };
     let net = EnetTransport::listen_secure(opts.bind, opts.max_players, security)
         .with_context(|| format!("cannot listen on {} (is another server using the port?)", opts.bind))?;
     let addr = net.local_addr()?;
+    if let Ok(mut b) = board.lock() {
+        b.port = addr.port();
+    }
     let config = ServerConfig {
         max_players: opts.max_players,
         events_every_ticks: opts.events_every_ticks,
@@ -254,7 +269,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         ModReloader::on_request(&opts.mods)
     };
     println!("type `help` for the console's commands");
-    let mut ops = Ops::new(opts.status_every).with_stdin();
+    let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
     run_loop(&mut server, &stop, opts.exit_after, Some(&mut reloader), &mut ops);
     info!(players = server.connected_players(), tick = server.world.tick, "stopping: disconnecting everyone");
     server.shutdown();

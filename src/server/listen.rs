@@ -51,7 +51,19 @@ impl ListenServer {
             _ => Identity::generate().context("making a key pair for this host")?,
         };
         let fingerprint = identity.fingerprint();
-        let security = ServerSecurity { identity, password: None, max_sessions: 0 };
+        // Friends on the LAN find the host through the status query (the Join menu's list).
+        let board: crate::net::secure::StatusBoard =
+            Arc::new(std::sync::Mutex::new(crate::protocol::status::ServerStatus {
+                protocol: crate::protocol::PROTOCOL_VERSION,
+                players: 0,
+                max_players: config.max_players.min(u16::MAX as usize) as u16,
+                port: bind.port(),
+                password: false,
+                key: identity.public[..8].try_into().expect("8 bytes"),
+                name: config.name.clone(),
+                motd: config.motd.clone(),
+            }));
+        let security = ServerSecurity { identity, password: None, max_sessions: 0, status: Some(board.clone()) };
         let (tx, rx) = mpsc::channel();
         let (commands, cmd_rx) = mpsc::channel();
         let (l2, s2) = (local.clone(), stop.clone());
@@ -66,7 +78,11 @@ impl ListenServer {
                         return;
                     }
                 };
-                let _ = tx.send(enet.local_addr());
+                let local_addr = enet.local_addr();
+                if let (Ok(a), Ok(mut b)) = (&local_addr, board.lock()) {
+                    b.port = a.port();
+                }
+                let _ = tx.send(local_addr);
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
                 let mut reloader = watch.and_then(|disabled| match super::dedicated::ModReloader::new(&[]) {
@@ -76,7 +92,9 @@ impl ListenServer {
                         None
                     }
                 });
-                let mut ops = super::console::Ops::new(Some(std::time::Duration::from_secs(300))).with_commands(cmd_rx);
+                let mut ops = super::console::Ops::new(Some(std::time::Duration::from_secs(300)))
+                    .with_commands(cmd_rx)
+                    .with_board(board);
                 run_loop(&mut server, &s2, None, reloader.as_mut(), &mut ops);
                 server.shutdown();
             })

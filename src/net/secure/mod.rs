@@ -47,8 +47,8 @@ use snow::StatelessTransportState;
 pub use client::ClientSecurity;
 use client::{ClientPhase, ClientSide};
 pub use identity::{fingerprint, from_hex, to_hex, Identity, KnownServers, Pin};
-pub use server::ServerSecurity;
 use server::ServerSide;
+pub use server::{ServerSecurity, StatusBoard};
 
 /// The Noise protocol name.
 pub const NOISE: &str = "Noise_NX_25519_ChaChaPoly_BLAKE2s";
@@ -298,6 +298,7 @@ impl SecureSocket {
             sessions: HashMap::new(),
             guesses: HashMap::new(),
             starts: HashMap::new(),
+            answers: (Instant::now(), 0),
         };
         Ok(SecureSocket {
             inner,
@@ -443,7 +444,8 @@ pub mod fuzzing {
             let id = Identity::generate().expect("key pair");
             let udp = UdpSocket::bind("127.0.0.1:0").expect("loopback socket");
             udp.set_nonblocking(true).expect("non-blocking");
-            let sec = ServerSecurity { identity: id, password: None, max_sessions: 64 };
+            let sec =
+                ServerSecurity { identity: id, password: None, max_sessions: 64, status: Some(Default::default()) };
             Harness { sock: SecureSocket::server(udp, sec).expect("socket"), out: Box::new([0; enet::MTU_MAX]) }
         }
 

@@ -30,7 +30,13 @@ pub struct ServerSecurity {
     pub password: Option<String>,
     /// Most sessions in all (the ENet peer limit plus room for handshakes).
     pub max_sessions: usize,
+    /// What status queries are answered with (None: they are not answered). The server
+    /// loop keeps it current.
+    pub status: Option<StatusBoard>,
 }
+
+/// The status a server answers queries with, shared between its loop and its socket.
+pub type StatusBoard = std::sync::Arc<std::sync::Mutex<crate::protocol::status::ServerStatus>>;
 
 pub(super) struct ServerSide {
     pub(super) cfg: ServerSecurity,
@@ -40,6 +46,8 @@ pub(super) struct ServerSide {
     pub(super) guesses: HashMap<IpAddr, (Instant, u32)>,
     /// Handshakes started per IP in the current second.
     pub(super) starts: HashMap<IpAddr, (Instant, u32)>,
+    /// Status answers sent in the current second (all addresses together).
+    pub(super) answers: (Instant, u32),
 }
 
 impl ServerSide {
@@ -82,6 +90,26 @@ impl SecureSocket {
             return None;
         };
         match kind_of(kind) {
+            crate::protocol::status::T_QUERY => {
+                use crate::protocol::status::{read_query, MAX_ANSWERS_PER_SECOND};
+                // Stateless, no larger than the query, and few per second in all: useless
+                // for amplification or reflection.
+                let (Some(nonce), Some(board)) = (read_query(data), s.cfg.status.as_ref()) else {
+                    self.stats.dropped += 1;
+                    return None;
+                };
+                if now.duration_since(s.answers.0) >= Duration::from_secs(1) {
+                    s.answers = (now, 0);
+                }
+                if s.answers.1 >= MAX_ANSWERS_PER_SECOND {
+                    self.stats.dropped += 1;
+                    return None;
+                }
+                s.answers.1 += 1;
+                let answer = board.lock().map(|st| st.answer(nonce)).ok()?;
+                self.raw_send(from, &answer);
+                None
+            }
             T_INIT if data.len() == INIT_LEN => {
                 // Stateless: the answer is a MAC, no larger than the request.
                 let mut p = vec![T_COOKIE, SECURE_VERSION];

@@ -1,0 +1,135 @@
+//! Finding servers: the status query (`protocol::status`) sent to one server, or to the
+//! local network's broadcast address and this machine's usual ports.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::protocol::status::{query, ServerStatus, QUERY_LEN};
+use crate::protocol::DEFAULT_PORT;
+
+/// Ports asked on this machine and by broadcast when none are given: the default port and
+/// the nine after it (several servers on one machine).
+pub fn default_ports() -> Vec<u16> {
+    (DEFAULT_PORT..DEFAULT_PORT.saturating_add(10)).collect()
+}
+
+/// A server that answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    /// Where it answered from, with its game port.
+    pub addr: SocketAddr,
+    pub status: ServerStatus,
+    pub ping_ms: f64,
+}
+
+fn nonce() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.subsec_nanos() ^ std::process::id().rotate_left(16)) | 1
+}
+
+/// Asks one server; the answer, or an error after `timeout` (the query is sent three
+/// times, in case one is lost).
+pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
+    let local: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
+    let socket = UdpSocket::bind(local)?;
+    let n = nonce();
+    let q = query(n);
+    let start = Instant::now();
+    let mut buf = [0u8; 2048];
+    for attempt in 0..3u32 {
+        socket.send_to(&q, addr)?;
+        let until = timeout * (attempt + 1) / 3;
+        while start.elapsed() < until {
+            socket.set_read_timeout(Some((until - start.elapsed()).max(Duration::from_millis(1))))?;
+            match socket.recv_from(&mut buf) {
+                Ok((len, from)) if from == addr => {
+                    if let Ok((got, status)) = ServerStatus::read_answer(&buf[..len]) {
+                        if got == n {
+                            return Ok(Found { addr, status, ping_ms: start.elapsed().as_secs_f64() * 1000.0 });
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer from {addr} within {:.1} s", timeout.as_secs_f64())))
+}
+
+/// Asks this machine (127.0.0.1) on `ports` and, with `broadcast`, the local network
+/// (255.255.255.255) on the same ports; gathers answers for `wait`. One server that
+/// answers from several addresses (this machine and the network) is listed once, at the
+/// address that answered first.
+pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Found>> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    let n = nonce();
+    let q = query(n);
+    let mut targets: Vec<SocketAddr> = ports.iter().map(|&p| SocketAddr::from((Ipv4Addr::LOCALHOST, p))).collect();
+    if broadcast {
+        // A machine with no network refuses broadcast: this machine is still asked.
+        if socket.set_broadcast(true).is_ok() {
+            targets.extend(ports.iter().map(|&p| SocketAddr::from((Ipv4Addr::BROADCAST, p))));
+        }
+    }
+    let start = Instant::now();
+    for t in &targets {
+        let _ = socket.send_to(&q, t);
+    }
+    let mut found: BTreeMap<([u8; 8], u16), Found> = BTreeMap::new();
+    let mut buf = [0u8; QUERY_LEN * 2];
+    while start.elapsed() < wait {
+        socket.set_read_timeout(Some((wait - start.elapsed()).max(Duration::from_millis(1))))?;
+        match socket.recv_from(&mut buf) {
+            Ok((len, from)) => {
+                let Ok((got, status)) = ServerStatus::read_answer(&buf[..len]) else { continue };
+                if got != n {
+                    continue;
+                }
+                let ping_ms = start.elapsed().as_secs_f64() * 1000.0;
+                let addr = SocketAddr::new(from.ip(), status.port);
+                found.entry((status.key, status.port)).or_insert(Found { addr, status, ping_ms });
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
+            // An unreachable port on this machine answers with an ICMP error on some
+            // systems: keep listening for the others.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut v: Vec<Found> = found.into_values().collect();
+    v.sort_by(|a, b| a.status.name.cmp(&b.status.name).then(a.addr.cmp(&b.addr)));
+    Ok(v)
+}
+
+/// One line per server, for `hailfire servers`.
+pub fn describe(f: &Found) -> String {
+    let s = &f.status;
+    let mut notes = Vec::new();
+    if s.password {
+        notes.push("password".to_string());
+    }
+    if s.protocol != crate::protocol::PROTOCOL_VERSION {
+        notes.push(format!(
+            "protocol {} (this game speaks {}: cannot join)",
+            s.protocol,
+            crate::protocol::PROTOCOL_VERSION
+        ));
+    }
+    if s.players >= s.max_players {
+        notes.push("full".into());
+    }
+    format!(
+        "{:<24} {:>3}/{:<3} {:<21} {:>5.0} ms{}{}",
+        format!("{:?}", s.name),
+        s.players,
+        s.max_players,
+        f.addr.to_string(),
+        f.ping_ms,
+        if notes.is_empty() { String::new() } else { format!("  ({})", notes.join(", ")) },
+        if s.motd.is_empty() { String::new() } else { format!("  {}", s.motd) }
+    )
+}
