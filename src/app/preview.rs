@@ -82,6 +82,8 @@ pub fn hud_state(p: &Preview) -> HudState {
         portals: Vec::new(),
         banner: None,
         hint: None,
+        notices: Vec::new(),
+        server_line: None,
     }
 }
 

@@ -153,6 +153,8 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         portals: vec![],
         banner: None,
         hint: None,
+        notices: if dead { Vec::new() } else { vec!["[server] the server restarts in 5 minutes".into()] },
+        server_line: None,
     };
     Fixture {
         arena: i.arena,

@@ -35,7 +35,14 @@ pub struct Session {
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
     palette: Option<(ContentDigest, Palette)>,
+    /// The server's notices shown now, each with when it arrived, and how many the
+    /// client had received when last looked at.
+    notices: Vec<(String, Instant)>,
+    notices_seen: u64,
 }
+
+/// How long a server notice stays on screen.
+const NOTICE_SECONDS: f32 = 10.0;
 
 /// The address friends can use: the machine's LAN address if it has one.
 fn lan_ip() -> Option<std::net::IpAddr> {
@@ -71,6 +78,8 @@ impl Session {
             addr: None,
             last_roster: Vec::new(),
             palette: None,
+            notices: Vec::new(),
+            notices_seen: 0,
         }
     }
 
@@ -239,6 +248,15 @@ impl Session {
 
     /// What the HUD shows. `cam` and `ppp` place portal labels.
     pub fn hud(&mut self, cam: Option<&Camera>, ppp: f32, net_overlay: bool, hint: Option<String>) -> HudState {
+        let fresh = (self.client.notices_seen - self.notices_seen).min(self.client.notices.len() as u64) as usize;
+        let now = Instant::now();
+        for n in self.client.notices.iter().skip(self.client.notices.len() - fresh) {
+            self.notices.push((n.clone(), now));
+        }
+        self.notices_seen = self.client.notices_seen;
+        self.notices.retain(|(_, t)| t.elapsed().as_secs_f32() < NOTICE_SECONDS);
+        let cut = self.notices.len().saturating_sub(5);
+        self.notices.drain(..cut);
         let c = &self.client;
         let own = c.own_state();
         let v = c.view.as_ref();
@@ -310,6 +328,30 @@ impl Session {
             portals,
             banner: self.banner.as_ref().map(|(b, _)| b.clone()),
             hint,
+            notices: self.notices.iter().map(|(n, _)| n.clone()).collect(),
+            // In the hub: where this is (the server's name and message of the day).
+            server_line: (v.is_some_and(|v| v.dungeon.is_empty()) && !c.server_name.is_empty()).then(|| {
+                if c.motd.is_empty() {
+                    c.server_name.clone()
+                } else {
+                    format!("{} — {}", c.server_name, c.motd)
+                }
+            }),
+        }
+    }
+
+    /// The other players in the host's place, when this game hosts (None: not hosting).
+    pub fn kickable(&self) -> Option<Vec<(u32, String)>> {
+        self.server.as_ref()?;
+        let me = self.client.player_id;
+        let v = self.client.view.as_ref()?;
+        Some(v.roster.iter().filter(|(id, _)| Some(*id) != me).cloned().collect())
+    }
+
+    /// Runs a console command on the server this game hosts (kick and ban from the menu).
+    pub fn host_command(&self, line: &str) {
+        if let Some(s) = &self.server {
+            s.command(line);
         }
     }
 

@@ -384,7 +384,14 @@ impl App {
                         });
                 }
                 if s.menu_open {
-                    game_action = menu::game_menu(ui.ctx(), s.in_dungeon(), s.menu_focus, s.host_info.as_deref());
+                    let others = s.kickable();
+                    game_action = menu::game_menu(
+                        ui.ctx(),
+                        s.in_dungeon(),
+                        s.menu_focus,
+                        s.host_info.as_deref(),
+                        others.as_deref(),
+                    );
                     s.menu_focus = false;
                 }
             }
@@ -493,6 +500,8 @@ impl App {
                 }
                 Some(menu::GameMenuAction::Disconnect) => self.end_session(None),
                 Some(menu::GameMenuAction::Quit) => self.quit(el),
+                Some(menu::GameMenuAction::Kick(id)) => s.host_command(&format!("kick {id} kicked by the host")),
+                Some(menu::GameMenuAction::Ban(id)) => s.host_command(&format!("ban {id} banned by the host")),
                 None => {}
             }
         }

@@ -85,6 +85,13 @@ impl ListenServer {
                 let _ = tx.send(local_addr);
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
+                // The host's bans (from the in-game menu) last across games, beside the key.
+                if let Some(path) = Identity::default_path().and_then(|k| k.parent().map(|d| d.join("bans.toml"))) {
+                    match super::bans::BanList::load(&path) {
+                        Ok(b) => server.bans = b,
+                        Err(e) => tracing::warn!("the ban list is unreadable, so nobody is banned: {e}"),
+                    }
+                }
                 let mut reloader = watch.and_then(|disabled| match super::dedicated::ModReloader::new(&[]) {
                     Ok(r) => Some(r.for_host(disabled)),
                     Err(e) => {

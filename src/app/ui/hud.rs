@@ -34,6 +34,10 @@ pub struct HudState {
     pub portals: Vec<(String, Pos2)>,
     pub banner: Option<String>,
     pub hint: Option<String>,
+    /// What the server said lately (operator's `say`, answers to admin commands).
+    pub notices: Vec<String>,
+    /// The server's name and message of the day (in the hub).
+    pub server_line: Option<String>,
 }
 
 /// What the player asked for from the HUD.
@@ -142,6 +146,24 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             FontId::monospace(12.0),
             Color32::from_rgb(160, 255, 160),
         );
+    }
+    if let Some(l) = &hud.server_line {
+        p.text(
+            Pos2::new(screen.center().x, 14.0),
+            Align2::CENTER_TOP,
+            l,
+            FontId::proportional(16.0),
+            Color32::from_rgb(200, 215, 255),
+        );
+    }
+    // Server notices, bottom left above the HP bar, newest lowest.
+    let mut ny = screen.bottom() - 76.0;
+    for n in hud.notices.iter().rev() {
+        let g = p.layout_no_wrap(n.clone(), FontId::proportional(15.0), Color32::from_rgb(255, 235, 170));
+        let r = Rect::from_min_size(Pos2::new(12.0, ny - g.size().y - 4.0), g.size() + EVec2::new(12.0, 6.0));
+        p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
+        p.galley(r.min + EVec2::new(6.0, 3.0), g, Color32::WHITE);
+        ny = r.top() - 4.0;
     }
     if let Some(b) = &hud.banner {
         p.text(

@@ -32,6 +32,47 @@ pub struct MenuState {
     pub error: Option<String>,
     /// Set when the page changes, so the first widget can take focus (gamepad).
     focus_pending: bool,
+    /// Servers on the local network, asked again every few seconds while Join is open.
+    pub lan: LanList,
+}
+
+/// The Join page's list of servers on the local network (and this machine): a status
+/// query by broadcast on the usual ports, repeated while the page is open, on a thread so
+/// the menu never waits.
+#[derive(Default)]
+pub struct LanList {
+    found: std::sync::Arc<std::sync::Mutex<Vec<crate::net::discovery::Found>>>,
+    running: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    last: Option<std::time::Instant>,
+}
+
+impl LanList {
+    /// Starts a scan if none is running and the last one is older than three seconds.
+    pub fn refresh(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.running.load(Ordering::Relaxed) || self.last.is_some_and(|t| t.elapsed().as_secs_f32() < 3.0) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        self.running.store(true, Ordering::Relaxed);
+        let (found, running) = (self.found.clone(), self.running.clone());
+        let spawned = std::thread::Builder::new().name("hailfire-lan".into()).spawn(move || {
+            let ports = crate::net::discovery::default_ports();
+            if let Ok(list) = crate::net::discovery::lan(&ports, true, std::time::Duration::from_millis(700)) {
+                if let Ok(mut f) = found.lock() {
+                    *f = list;
+                }
+            }
+            running.store(false, Ordering::Relaxed);
+        });
+        if spawned.is_err() {
+            self.running.store(false, Ordering::Relaxed);
+        }
+    }
+
+    pub fn list(&self) -> Vec<crate::net::discovery::Found> {
+        self.found.lock().map(|f| f.clone()).unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -165,6 +206,34 @@ pub fn main_menu(
                                 addr,
                                 password: st.join_password.clone(),
                                 accept_key: key,
+                            });
+                        }
+                    }
+                    st.lan.refresh();
+                    ui.add_space(10.0);
+                    ui.label(RichText::new("On your network").color(Color32::from_gray(170)));
+                    let lan = st.lan.list();
+                    if lan.is_empty() {
+                        ui.label(RichText::new("(looking… none found yet)").color(Color32::from_gray(120)));
+                    }
+                    for f in lan {
+                        let s = &f.status;
+                        let mut label = format!("{}   {}/{}   {}", s.name, s.players, s.max_players, f.addr);
+                        if s.password {
+                            label.push_str("   (password)");
+                        }
+                        let joinable = s.protocol == crate::protocol::PROTOCOL_VERSION;
+                        if !joinable {
+                            label.push_str("   (another version of the game)");
+                        }
+                        let b = ui.add_enabled(joinable, egui::Button::new(label));
+                        let b = if s.motd.is_empty() { b } else { b.on_hover_text(&s.motd) };
+                        if b.clicked() {
+                            st.join_addr = f.addr.to_string();
+                            action = Some(MenuAction::Join {
+                                addr: f.addr.to_string(),
+                                password: st.join_password.clone(),
+                                accept_key: None,
                             });
                         }
                     }
@@ -323,14 +392,19 @@ pub enum GameMenuAction {
     ReturnToHub,
     Disconnect,
     Quit,
+    /// The host removes a player (by player id): kick, or ban (name and address).
+    Kick(u32),
+    Ban(u32),
 }
 
 /// The in-game menu. In a dungeon it warns, honestly, what leaving costs.
+/// `players`: the other players here, when this game is the host (it may kick or ban them).
 pub fn game_menu(
     ctx: &egui::Context,
     in_dungeon: bool,
     focus: bool,
     host_info: Option<&str>,
+    players: Option<&[(u32, String)]>,
 ) -> Option<GameMenuAction> {
     let mut action = None;
     egui::Area::new(egui::Id::unique("game_menu")).anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO).show(ctx, |ui| {
@@ -366,6 +440,22 @@ pub fn game_menu(
                 }
                 if let Some(h) = host_info {
                     ui.label(RichText::new(h).color(Color32::from_gray(170)));
+                }
+                if let Some(players) = players.filter(|p| !p.is_empty()) {
+                    ui.add_space(8.0);
+                    ui.label(RichText::new("Players here").color(Color32::from_gray(170)));
+                    egui::Grid::new("host_roster").num_columns(3).spacing([12.0, 6.0]).show(ui, |ui| {
+                        for (id, name) in players {
+                            ui.label(RichText::new(name).size(16.0));
+                            if ui.button("Kick").on_hover_text("Disconnect them; they may join again").clicked() {
+                                action = Some(GameMenuAction::Kick(*id));
+                            }
+                            if ui.button("Ban").on_hover_text("Disconnect them and keep their name and address out").clicked() {
+                                action = Some(GameMenuAction::Ban(*id));
+                            }
+                            ui.end_row();
+                        }
+                    });
                 }
                 if ui.add(big("Quit game")).clicked() {
                     action = Some(GameMenuAction::Quit);
