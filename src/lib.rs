@@ -7,6 +7,7 @@ pub mod app;
 pub mod bench;
 pub mod client;
 pub mod content;
+pub mod crash;
 pub mod logging;
 pub mod net;
 pub mod protocol;

@@ -76,9 +76,9 @@ impl std::io::Write for RotatingFile {
     }
 }
 
-/// `<data dir>/logs`.
+/// `<data dir>/logs` (`$HAILFIRE_DATA_DIR` moves the data directory).
 pub fn log_dir() -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "Hailfire").map(|d| d.data_dir().join("logs"))
+    crate::crash::data_dir().map(|d| d.join("logs"))
 }
 
 /// Starts logging. With `file`, also appends to `<data dir>/logs/<file>.log` and prints
@@ -101,6 +101,7 @@ pub fn init(file: Option<&str>) {
             let writer = std::io::stdout.and(Mutex::new(f));
             let _ = builder.with_writer(writer).with_ansi(false).try_init();
             if let Some(p) = &path {
+                crate::crash::set_log_file(p.clone());
                 tracing::info!(path = %p.display(), "logging to file");
             }
         }

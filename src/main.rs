@@ -12,8 +12,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "hailfire", version, about = "Hailfire: a co-op bullet-hell dungeon game")]
+#[command(name = "hailfire", about = "Hailfire: a co-op bullet-hell dungeon game", disable_version_flag = true)]
 struct Cli {
+    /// Print the version, protocol version and build, and exit.
+    #[arg(long, short = 'V')]
+    version: bool,
     #[command(subcommand)]
     command: Option<Command>,
     /// Run a headless server (no window, audio or GPU).
@@ -89,6 +92,29 @@ fn attach_console() {}
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a server in this process with bot processes playing on it for a while, and
+    /// print per interval: server and bot memory, tick cost, players, instances, bullets,
+    /// traffic (a benchmark for memory that stays flat; see docs/PERFORMANCE.md).
+    Soak {
+        #[arg(long, default_value_t = 16)]
+        bots: usize,
+        /// How many of the bots play through the bad link.
+        #[arg(long, default_value_t = 4)]
+        bad: usize,
+        /// How many of the bots join, fight and leave again every interval.
+        #[arg(long, default_value_t = 2)]
+        churn: usize,
+        #[arg(long, default_value_t = 30.0)]
+        minutes: f64,
+        /// Seconds between report lines.
+        #[arg(long, default_value_t = 60.0)]
+        every: f64,
+        #[arg(long, default_value = "warden_keep")]
+        dungeon: String,
+        /// Also write the series to this CSV file.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
     /// Find servers: those on the local network (--lan), or ask one (--query) as a
     /// monitoring script would. Lists name, players, address, ping, password.
     Servers {
@@ -184,6 +210,12 @@ enum Command {
         #[arg(long, default_value_t = 720)]
         height: u32,
     },
+    /// Write the game's icon into DIR: SVG, PNGs of 16 to 512 px, a Windows .ico and a
+    /// macOS .icns (the packaging script uses them).
+    Icon {
+        #[arg(long, default_value = "icons")]
+        out: PathBuf,
+    },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
         /// bullets, boss_hud or death.
@@ -247,7 +279,12 @@ enum ModsAction {
 
 fn main() -> ExitCode {
     attach_console();
+    hailfire::crash::install();
     let cli = Cli::parse();
+    if cli.version {
+        println!("{}", hailfire::crash::version_line());
+        return ExitCode::SUCCESS;
+    }
     if cli.dedicated {
         use hailfire::server::config::{default_path, ServerFile};
         let path = cli.config.clone().unwrap_or_else(default_path);
@@ -405,6 +442,19 @@ fn main() -> ExitCode {
         #[cfg(feature = "desktop")]
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
         #[cfg(feature = "desktop")]
+        Some(Command::Icon { out }) => match hailfire::app::icon::write_all(&out) {
+            Ok(files) => {
+                files.iter().for_each(|f| println!("wrote {}", f.display()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hailfire icon: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        #[cfg(not(feature = "desktop"))]
+        Some(Command::Icon { .. }) => no_desktop("icon"),
+        #[cfg(feature = "desktop")]
         Some(Command::Preview { path, boss, enemy, phase, players, ticks, out, width, height }) => {
             let window = hailfire::app::preview_window::PreviewWindowOptions {
                 capture: cli.capture_after.zip(cli.capture.clone()),
@@ -417,10 +467,25 @@ fn main() -> ExitCode {
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
         Some(Command::Servers { lan, local, ports, query, wait_ms }) => servers(lan, local, ports, query, wait_ms),
+        Some(Command::Soak { bots, bad, churn, minutes, every, dungeon, csv }) => {
+            if std::env::var_os("RUST_LOG").is_none() {
+                std::env::set_var("RUST_LOG", "warn");
+            }
+            hailfire::logging::init(None);
+            let opts = hailfire::server::soak::SoakOptions { bots, bad, churn, minutes, every_s: every, dungeon, csv };
+            match hailfire::server::soak::run(&opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("hailfire soak: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         #[cfg(not(feature = "desktop"))]
         None => no_desktop("the game"),
         #[cfg(feature = "desktop")]
         None => {
+            hailfire::crash::enable_dialogs();
             hailfire::logging::init(Some("game"));
             let opts = hailfire::app::AppOptions {
                 host: cli.host,
@@ -432,7 +497,7 @@ fn main() -> ExitCode {
             match hailfire::app::run(opts) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("hailfire: {e:#}");
+                    hailfire::crash::fatal(&format!("{e:#}"));
                     ExitCode::FAILURE
                 }
             }

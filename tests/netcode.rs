@@ -1222,3 +1222,41 @@ fn server_reload_keeps_players_for_script_changes_and_refuses_what_it_cannot_app
         other => panic!("expected to be asked to rejoin, got {other:?}"),
     }
 }
+
+#[test]
+fn the_host_bans_a_namesake_by_id_and_stays_and_newcomers_from_that_address_are_refused() {
+    let c = base();
+    let mut host = ListenServer::start(c.clone(), "127.0.0.1:0".parse().unwrap(), ServerConfig::default()).unwrap();
+    let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = vec![(
+        Client::new(Box::new(host.local.connect()), "Hosty", Some(ClientContent::of(&c))),
+        Brain::new(Plan::Hub, "", 1),
+    )];
+    // A friend who took the host's name.
+    let net = EnetTransport::connect(host.addr).unwrap();
+    clients.push((Client::new(Box::new(net), "Hosty", Some(ClientContent::of(&c))), Brain::new(Plan::Hub, "", 2)));
+    real_time_loop(&mut clients, 3.0);
+    let (h, f) = (clients[0].0.player_id.expect("host joined"), clients[1].0.player_id.expect("friend joined"));
+    // The menu bans by id: the namesake goes, the host (no address) is never covered.
+    host.command(&format!("ban {f} impersonation"));
+    real_time_loop(&mut clients, 1.5);
+    assert!(clients[0].0.is_joined(), "the host stays: {:?}", clients[0].0.phase);
+    assert!(
+        matches!(&clients[1].0.phase, Phase::Failed(w) if w.contains("banned from this server: impersonation")),
+        "{:?}",
+        clients[1].0.phase
+    );
+    // Banning the host's own id is refused; a newcomer from the banned address (one whose
+    // game has no content yet) is refused before any download.
+    host.command(&format!("ban {h}"));
+    let net = EnetTransport::connect(host.addr).unwrap();
+    let mut late = vec![(Client::new(Box::new(net), "newcomer", None), Brain::new(Plan::Hub, "", 3))];
+    real_time_loop(&mut late, 3.0);
+    assert!(
+        matches!(&late[0].0.phase, Phase::Failed(w) if w.contains("banned from this server")),
+        "{:?}",
+        late[0].0.phase
+    );
+    real_time_loop(&mut clients[..1], 0.5);
+    assert!(clients[0].0.is_joined(), "the host is still in");
+    host.stop();
+}

@@ -503,6 +503,17 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
     // Flags out of range are refused with the range.
     let out = hf(dir.path()).args(["--dedicated", "--max-players", "0"]).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("1..=256"));
+    std::fs::write(&file, "").unwrap();
+    let out = hf(dir.path()).args(["--dedicated", "--bind", "127.0.0.1:70000"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("a port 1..65535"), "{err}");
+    assert!(!err.contains("another server"), "{err}");
+    // Only a port in use talks about another server.
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let bind = taken.local_addr().unwrap().to_string();
+    let out = hf(dir.path()).args(["--dedicated", "--bind", &bind, "--exit-after", "2"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("the port is in use (another server"), "{err}");
 }
 
 /// A dedicated server whose console is a pipe: what it prints is gathered by a thread.
@@ -631,11 +642,33 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
     assert!(text.contains("the server says: lifted 1 ban(s) on dave"), "{text}");
     let out = hub_bot(dir.path(), port, "dave", "2", &[]).wait_with_output().unwrap();
     assert!(out.status.success(), "dave may join again: {}", String::from_utf8_lossy(&out.stdout));
+    // Three wrong passwords from one address (over several connections) and it is cut off.
+    let out = hub_bot(
+        dir.path(),
+        port,
+        "mallory",
+        "4",
+        &["--admin-password", "guess2", "--admin", "status", "--admin", "status", "--admin", "status"],
+    )
+    .wait_with_output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && text.contains("kicked: wrong admin password"), "{text}");
     let s = read(&log);
     assert!(s.contains("wrong admin password") && s.contains("name=mallory"), "refusals are logged: {s}");
+    let printed = console.out.lock().unwrap().clone();
+    for secret in ["opensesame", "guess"] {
+        assert!(!s.contains(secret) && !printed.contains(secret), "the password '{secret}' is never shown");
+    }
     assert!(line_with(&s, &["refusing a player", "addr=127.0.0.1:", "banned"]).is_some(), "{s}");
-    console.type_line("stop", &|s| s.contains("stopping"));
+    // Stopping with a message: the players still on read it.
+    let frank = hub_bot(dir.path(), port, "frank", "30", &[]);
+    wait_for(&log, &|s| s.contains("name=frank"), 15);
+    console.type_line("stop restarting, back soon", &|s| s.contains("stopping"));
     let _ = console.child.wait();
+    let (code, out) = finish(frank, 20);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("the server is shutting down: restarting, back soon"), "{out}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! (`ui`), input, audio, settings, and the game session. `--dedicated` never comes here.
 
 pub mod audio;
+pub mod icon;
 pub mod input;
 pub mod preview;
 pub mod preview_window;

@@ -92,6 +92,8 @@ impl Session {
         // Friends see this name in their Join menu's LAN list and when they join.
         let config = crate::server::ServerConfig {
             name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),
+            // The host's bans (Kick/Ban in the in-game menu) last across games.
+            ban_list: crate::crash::data_dir().map(|d| d.join("host_bans.toml")),
             ..Default::default()
         };
         let server = match ListenServer::start_watching(

@@ -128,6 +128,7 @@ impl App {
             g.window.set_fullscreen(Some(Fullscreen::Borderless(None)));
         }
         tracing::info!(adapter = %g.gpu.adapter_name(), "window open");
+        crate::crash::set_adapter(g.gpu.adapter_name());
         self.gfx = Some(g);
         Ok(())
     }

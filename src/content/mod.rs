@@ -79,19 +79,35 @@ impl Content {
     }
 }
 
-/// The folder holding the base content: `$HAILFIRE_CONTENT`, else `content/` next to the
-/// executable, in the working directory, or in the source tree this was built from.
-pub fn content_dir() -> PathBuf {
+/// Where the base content may be, in the order looked at: beside the executable in every
+/// installed layout (`content/` for the tarball and Windows, `../share/hailfire/content`
+/// for the Linux package, `../Resources/content` for the macOS app), then
+/// `$HAILFIRE_CONTENT`, then the working directory and the source tree this was built
+/// from (development).
+pub fn content_candidates(exe: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(dir) = exe.and_then(|e| e.parent()) {
+        c.push(dir.join("content"));
+        c.push(dir.join("../share/hailfire/content"));
+        c.push(dir.join("../Resources/content"));
+    }
     if let Ok(p) = std::env::var("HAILFIRE_CONTENT") {
-        return PathBuf::from(p);
+        c.push(PathBuf::from(p));
     }
-    let mut candidates = Vec::new();
-    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(|p| p.to_path_buf())) {
-        candidates.push(dir.join("content"));
+    c.push(PathBuf::from("content"));
+    c.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("content"));
+    c
+}
+
+/// The folder holding the base content: the first of [`content_candidates`] that holds a
+/// `mod.toml` (the last one when none does, so errors name a real place to look).
+pub fn content_dir() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    let mut candidates = content_candidates(exe.as_deref());
+    match candidates.iter().position(|c| c.join("mod.toml").is_file()) {
+        Some(i) => candidates.swap_remove(i),
+        None => candidates.pop().expect("the source tree is always a candidate"),
     }
-    candidates.push(PathBuf::from("content"));
-    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("content"));
-    candidates.iter().find(|c| c.join("mod.toml").is_file()).cloned().unwrap_or_else(|| candidates.pop().unwrap())
 }
 
 /// `<data dir>/mods`, where players drop mods they download.

@@ -44,15 +44,18 @@ pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
         while start.elapsed() < until {
             socket.set_read_timeout(Some((until - start.elapsed()).max(Duration::from_millis(1))))?;
             match socket.recv_from(&mut buf) {
-                Ok((len, from)) if from == addr => {
+                // A server with several addresses may answer from another one: the nonce
+                // is what ties the answer to this query.
+                Ok((len, _)) => {
                     if let Ok((got, status)) = ServerStatus::read_answer(&buf[..len]) {
                         if got == n {
                             return Ok(Found { addr, status, ping_ms: start.elapsed().as_secs_f64() * 1000.0 });
                         }
                     }
                 }
-                Ok(_) => {}
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
+                // A closed port's ICMP error (Linux: refused; Windows: reset): try again.
+                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -61,9 +64,10 @@ pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
 }
 
 /// Asks this machine (127.0.0.1) on `ports` and, with `broadcast`, the local network
-/// (255.255.255.255) on the same ports; gathers answers for `wait`. One server that
-/// answers from several addresses (this machine and the network) is listed once, at the
-/// address that answered first.
+/// (255.255.255.255) on the same ports; gathers answers for `wait`. A server on this
+/// machine answers twice (loopback and the network): it is listed once, at 127.0.0.1.
+/// Answers from different machines are never merged, whatever they claim (the key prefix
+/// in an answer is not proof of anything).
 pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Found>> {
     let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
     let n = nonce();
@@ -79,7 +83,7 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
     for t in &targets {
         let _ = socket.send_to(&q, t);
     }
-    let mut found: BTreeMap<([u8; 8], u16), Found> = BTreeMap::new();
+    let mut found: BTreeMap<SocketAddr, Found> = BTreeMap::new();
     let mut buf = [0u8; QUERY_LEN * 2];
     while start.elapsed() < wait {
         socket.set_read_timeout(Some((wait - start.elapsed()).max(Duration::from_millis(1))))?;
@@ -91,18 +95,29 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
                 }
                 let ping_ms = start.elapsed().as_secs_f64() * 1000.0;
                 let addr = SocketAddr::new(from.ip(), status.port);
-                found.entry((status.key, status.port)).or_insert(Found { addr, status, ping_ms });
+                found.entry(addr).or_insert(Found { addr, status, ping_ms });
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
             // An unreachable port on this machine answers with an ICMP error on some
-            // systems: keep listening for the others.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            // systems (Linux: refused; Windows: reset): keep listening for the others.
+            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset) => {}
             Err(e) => return Err(e),
         }
     }
-    let mut v: Vec<Found> = found.into_values().collect();
+    // This machine's own servers, heard on loopback, are dropped from the network list.
+    let local: Vec<([u8; 8], u16)> =
+        found.values().filter(|f| f.addr.ip().is_loopback()).map(|f| (f.status.key, f.status.port)).collect();
+    let mine = |f: &Found| local.contains(&(f.status.key, f.status.port)) && is_this_machine(f.addr.ip());
+    let mut v: Vec<Found> = found.into_values().filter(|f| f.addr.ip().is_loopback() || !mine(f)).collect();
     v.sort_by(|a, b| a.status.name.cmp(&b.status.name).then(a.addr.cmp(&b.addr)));
     Ok(v)
+}
+
+/// Whether an address is one of this machine's own (the one it would use to reach the
+/// network): only then may a network answer be the same server as a loopback one.
+fn is_this_machine(ip: std::net::IpAddr) -> bool {
+    let Ok(s) = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)) else { return false };
+    s.connect((Ipv4Addr::new(10, 255, 255, 255), 9)).is_ok() && s.local_addr().is_ok_and(|a| a.ip() == ip)
 }
 
 /// One line per server, for `hailfire servers`.

@@ -6,7 +6,8 @@
 //! so it must not be usable to amplify traffic at a spoofed address:
 //! - the query is padded to `QUERY_LEN` bytes and the answer is never longer than the query
 //!   (the name and the message of the day are cut to fit);
-//! - a server answers at most `MAX_ANSWERS_PER_SECOND` queries a second in all.
+//! - a server answers at most `MAX_ANSWERS_PER_ADDRESS` queries a second from one address
+//!   and `MAX_ANSWERS_PER_SECOND` in all.
 //!
 //! Layouts (integers little-endian):
 //! - query: `u8 9, u8 STATUS_VERSION, u32 nonce`, zero padding to `QUERY_LEN`;
@@ -21,8 +22,10 @@ pub const T_STATUS: u8 = 10;
 pub const STATUS_VERSION: u8 = 1;
 /// Size of a query, and the most an answer may take.
 pub const QUERY_LEN: usize = 160;
-/// Answers a server sends per second at most (queries over that are dropped).
-pub const MAX_ANSWERS_PER_SECOND: u32 = 64;
+/// Answers a server sends per second at most, in all and to one address (queries over
+/// that are dropped): one address cannot use up the answers everyone else needs.
+pub const MAX_ANSWERS_PER_SECOND: u32 = 256;
+pub const MAX_ANSWERS_PER_ADDRESS: u32 = 4;
 
 /// What a server says about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

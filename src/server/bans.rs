@@ -26,8 +26,10 @@ pub struct Ban {
 }
 
 impl Ban {
+    /// The address, canonical (an IPv4 address mapped into IPv6, as a server bound to
+    /// `[::]` sees IPv4 players, is the IPv4 address).
     fn ip(&self) -> Option<IpAddr> {
-        self.address.parse().ok()
+        self.address.parse::<IpAddr>().ok().map(|i| i.to_canonical())
     }
 
     /// How the console shows it.
@@ -82,9 +84,11 @@ impl BanList {
     /// The ban that keeps out a player with this name from this address, if any. Names
     /// compare without regard to case.
     pub fn refuses(&self, name: &str, ip: Option<IpAddr>) -> Option<&Ban> {
+        let ip = ip.map(|i| i.to_canonical());
+        let name = name.to_lowercase();
         self.bans
             .iter()
-            .find(|b| (!b.name.is_empty() && b.name.eq_ignore_ascii_case(name)) || (ip.is_some() && b.ip() == ip))
+            .find(|b| (!b.name.is_empty() && b.name.to_lowercase() == name) || (ip.is_some() && b.ip() == ip))
     }
 
     /// Adds a ban and saves the list.
@@ -92,7 +96,7 @@ impl BanList {
         let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         self.bans.push(Ban {
             name: name.to_string(),
-            address: ip.map(|i| i.to_string()).unwrap_or_default(),
+            address: ip.map(|i| i.to_canonical().to_string()).unwrap_or_default(),
             reason: reason.to_string(),
             since,
         });
@@ -100,10 +104,12 @@ impl BanList {
     }
 
     /// Lifts every ban on this name or address; returns how many there were.
+    /// (A ban of a name and an address together is lifted whole, by either.)
     pub fn remove(&mut self, who: &str) -> Result<usize, String> {
-        let ip: Option<IpAddr> = who.parse().ok();
+        let ip: Option<IpAddr> = who.trim().parse::<IpAddr>().ok().map(|i| i.to_canonical());
+        let name = crate::protocol::names::sanitize(who).to_lowercase();
         let before = self.bans.len();
-        self.bans.retain(|b| !(b.name.eq_ignore_ascii_case(who) || (ip.is_some() && b.ip() == ip)));
+        self.bans.retain(|b| !(b.name.to_lowercase() == name || (ip.is_some() && b.ip() == ip)));
         let n = before - self.bans.len();
         if n > 0 {
             self.save()?;
@@ -147,8 +153,11 @@ mod tests {
         assert!(again.refuses("someone", Some(ip)).is_some());
         assert!(again.refuses("someone", Some("2001:db8::1".parse().unwrap())).is_some());
         assert!(again.refuses("someone", Some("198.51.100.1".parse().unwrap())).is_none());
+        // An IPv4 player seen by a server bound to [::] (IPv4-mapped) is the same address.
+        assert!(again.refuses("someone", Some("::ffff:203.0.113.7".parse().unwrap())).is_some());
+        assert!(again.refuses("GRIEFER", None).is_some() && again.refuses("griefer2", None).is_none());
         let mut again = again;
-        assert_eq!(again.remove("GRIEFER").unwrap(), 1);
+        assert_eq!(again.remove(" GRIEFER ").unwrap(), 1);
         assert_eq!(again.remove("nobody").unwrap(), 0);
         assert!(BanList::load(&path).unwrap().refuses("griefer", Some(ip)).is_none());
         let _ = std::fs::remove_dir_all(&dir);

@@ -23,13 +23,26 @@ pub enum Command {
     Help,
     Status,
     Players,
-    Kick { who: String, reason: String },
-    Ban { who: String, reason: String },
-    Unban { who: String },
+    Kick {
+        who: String,
+        reason: String,
+    },
+    Ban {
+        who: String,
+        reason: String,
+    },
+    Unban {
+        who: String,
+    },
     Bans,
-    Say { text: String },
+    Say {
+        text: String,
+    },
     Reload,
-    Stop,
+    /// Stop, telling players why (None: just "the server is shutting down").
+    Stop {
+        message: Option<String>,
+    },
 }
 
 pub const HELP: &str = "\
@@ -42,7 +55,8 @@ commands:
   bans                          the ban list
   say TEXT                      a message every player reads
   reload                        reload the mods (fights that start after use them)
-  stop                          disconnect everyone and stop the server
+  stop [message]                disconnect everyone (they read \"the server is shutting
+                                down: message\", e.g. \"restarting, back soon\") and stop
 (a name with spaces goes in double quotes: kick \"Big Bob\" spamming)";
 
 /// Splits off the first word (or a double-quoted phrase).
@@ -90,7 +104,9 @@ impl Command {
             "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
             "say" => Command::Say { text: rest.trim().to_string() },
             "reload" => Command::Reload,
-            "stop" | "quit" | "exit" => Command::Stop,
+            "stop" | "quit" | "exit" => {
+                Command::Stop { message: Some(rest.trim().to_string()).filter(|m| !m.is_empty()) }
+            }
             other => return Err(format!("unknown command '{other}' (type `help`)")),
         }))
     }
@@ -140,12 +156,31 @@ impl Ops {
     /// When standard input ends (closed pipe, /dev/null under systemd), the console just
     /// stops listening; the server keeps running.
     pub fn with_stdin(mut self) -> Ops {
+        // A server started in the background of a terminal (`hailfire --dedicated &`)
+        // would be stopped by SIGTTIN when it reads: ignored, the read fails instead and
+        // the console goes quiet.
+        #[cfg(unix)]
+        // SAFETY: setting a signal's disposition to "ignore" has no handler to be unsafe.
+        unsafe {
+            libc::signal(libc::SIGTTIN, libc::SIG_IGN);
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new().name("hailfire-console".into()).spawn(move || {
-            for line in std::io::stdin().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
+            use std::io::BufRead;
+            let mut input = std::io::stdin().lock();
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                // Bytes, not text: a line that is not UTF-8 is read as well as it can be
+                // instead of ending the console.
+                match input.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf).trim_end_matches(['\r', '\n']).to_string();
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         });
@@ -228,8 +263,11 @@ impl Ops {
             let out = self.run(server, &line, reload.as_deref_mut());
             match from {
                 None => {
+                    // Never println!: a closed standard output must not stop the server.
+                    use std::io::Write;
+                    let mut o = std::io::stdout().lock();
                     for l in &out {
-                        println!("{l}");
+                        let _ = writeln!(o, "{l}");
                     }
                 }
                 Some(peer) => {
@@ -345,8 +383,9 @@ impl Ops {
                 }
                 None => vec!["this server cannot reload its mods".into()],
             },
-            Command::Stop => {
-                info!("stop requested from the console");
+            Command::Stop { message } => {
+                info!(message = message.as_deref().unwrap_or(""), "stop requested from the console");
+                server.stop_message = message;
                 self.stop_requested = true;
                 vec!["stopping".into()]
             }
@@ -391,7 +430,11 @@ mod tests {
         assert!(Command::parse("kick").unwrap_err().contains("kick NAME"));
         assert!(Command::parse("say").unwrap_err().contains("say TEXT"));
         assert!(Command::parse("frobnicate").unwrap_err().contains("type `help`"));
-        assert_eq!(Command::parse("stop").unwrap(), Some(Command::Stop));
+        assert_eq!(Command::parse("stop").unwrap(), Some(Command::Stop { message: None }));
+        assert_eq!(
+            Command::parse("stop restarting for an update").unwrap(),
+            Some(Command::Stop { message: Some("restarting for an update".into()) })
+        );
     }
 
     #[test]

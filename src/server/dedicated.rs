@@ -225,8 +225,17 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         }));
     let security =
         ServerSecurity { identity, password: opts.password.clone(), max_sessions: 0, status: Some(board.clone()) };
-    let net = EnetTransport::listen_secure(opts.bind, opts.max_players, security)
-        .with_context(|| format!("cannot listen on {} (is another server using the port?)", opts.bind))?;
+    let net = EnetTransport::listen_secure(opts.bind, opts.max_players, security).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::AddrInUse => "the port is in use (another server on this machine?)".to_string(),
+            std::io::ErrorKind::AddrNotAvailable => {
+                "this machine has no such address (use 0.0.0.0 for every interface)".to_string()
+            }
+            std::io::ErrorKind::PermissionDenied => "permission denied (ports below 1024 need privileges)".to_string(),
+            _ => e.to_string(),
+        };
+        anyhow::anyhow!("cannot listen on {}: {why}", opts.bind)
+    })?;
     let addr = net.local_addr()?;
     if let Ok(mut b) = board.lock() {
         b.port = addr.port();

@@ -66,6 +66,7 @@ impl ListenServer {
         let security = ServerSecurity { identity, password: None, max_sessions: 0, status: Some(board.clone()) };
         let (tx, rx) = mpsc::channel();
         let (commands, cmd_rx) = mpsc::channel();
+        let ban_list = config.ban_list.clone();
         let (l2, s2) = (local.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("hailfire-server".into())
@@ -85,9 +86,8 @@ impl ListenServer {
                 let _ = tx.send(local_addr);
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
-                // The host's bans (from the in-game menu) last across games, beside the key.
-                if let Some(path) = Identity::default_path().and_then(|k| k.parent().map(|d| d.join("bans.toml"))) {
-                    match super::bans::BanList::load(&path) {
+                if let Some(path) = &ban_list {
+                    match super::bans::BanList::load(path) {
                         Ok(b) => server.bans = b,
                         Err(e) => tracing::warn!("the ban list is unreadable, so nobody is banned: {e}"),
                     }

@@ -8,6 +8,7 @@ pub mod console;
 pub mod dedicated;
 pub mod listen;
 pub mod replicate;
+pub mod soak;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -60,6 +61,8 @@ pub struct ServerConfig {
     /// Players who send this password with an `Admin` message may run console commands
     /// (None: nobody may).
     pub admin_password: Option<String>,
+    /// Where host-and-play keeps its bans (None: in memory, for this game only).
+    pub ban_list: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -71,12 +74,15 @@ impl Default for ServerConfig {
             name: "Hailfire".into(),
             motd: String::new(),
             admin_password: None,
+            ban_list: None,
         }
     }
 }
 
-/// Wrong admin passwords a player may send before being cut off.
+/// Wrong admin passwords one address may send in `ADMIN_LOCKOUT_TICKS` before it is cut
+/// off and refused for the rest of that time.
 pub const MAX_ADMIN_FAILURES: u32 = 3;
+pub const ADMIN_LOCKOUT_TICKS: u32 = 10 * 60 * TICK_RATE;
 
 #[derive(Debug)]
 enum PeerState {
@@ -168,6 +174,11 @@ pub struct Server<T: Transport> {
     pub bans: bans::BanList,
     /// Console commands from admins, waiting for the loop that runs the console.
     admin_queue: Vec<(PeerId, String)>,
+    /// Wrong admin passwords per address: since when (tick), how many.
+    admin_guesses: std::collections::HashMap<std::net::IpAddr, (u32, u32)>,
+    /// What players are told when the server stops (the console's `stop MESSAGE`), after
+    /// "the server is shutting down".
+    pub stop_message: Option<String>,
 }
 
 impl<T: Transport> Server<T> {
@@ -192,6 +203,8 @@ impl<T: Transport> Server<T> {
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
             bans: bans::BanList::default(),
             admin_queue: Vec::new(),
+            admin_guesses: std::collections::HashMap::new(),
+            stop_message: None,
         }
     }
 
@@ -383,17 +396,15 @@ impl<T: Transport> Server<T> {
         let Ok(ClientMsg::Hello { content, name, .. }) = ClientMsg::decode(data) else {
             return self.reject(peer, RejectReason::BadHello);
         };
+        let name = crate::protocol::names::sanitize(&name);
+        if let Some(reason) = self.banned(peer, &name) {
+            return self.reject(peer, RejectReason::Banned { reason });
+        }
         // Peers taking the content count toward capacity: joiners cannot hold slots that
         // honest players need.
         let joining = self.peers.values().filter(|p| matches!(p.state, PeerState::Content { .. })).count();
         if self.world.player_count() + joining >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
-        }
-        let name = crate::protocol::names::sanitize(&name);
-        let ip = self.net.peer_addr(peer).map(|a| a.ip());
-        if let Some(ban) = self.bans.refuses(&name, ip) {
-            let reason = if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() };
-            return self.reject(peer, RejectReason::Banned { reason });
         }
         if let Some(p) = self.peers.get_mut(&peer) {
             p.name = name;
@@ -416,7 +427,20 @@ impl<T: Transport> Server<T> {
     }
 
     /// Puts a peer that holds the server's content into the world.
+    /// Why this peer may not play (a ban on its name or address), if it may not. The host
+    /// of host-and-play (a peer with no network address) is never banned.
+    fn banned(&self, peer: PeerId, name: &str) -> Option<String> {
+        let addr = self.net.peer_addr(peer)?;
+        let ban = self.bans.refuses(name, Some(addr.ip()))?;
+        Some(if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() })
+    }
+
     fn admit(&mut self, peer: PeerId) {
+        // A ban made while the content was downloading holds.
+        let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
+        if let Some(reason) = self.banned(peer, &name) {
+            return self.reject(peer, RejectReason::Banned { reason });
+        }
         if self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
@@ -774,10 +798,23 @@ impl<T: Transport> Server<T> {
     }
 
     /// A connected player by name (any case) or player id: peer, player id, name.
+    /// A number is a player id first (a player may be named "3"); `#3` is only an id.
     fn find_player(&self, who: &str) -> Option<(PeerId, PlayerId, String)> {
-        self.peers.iter().find_map(|(id, p)| match p.state {
-            PeerState::Playing { player } if p.name.eq_ignore_ascii_case(who) || player.to_string() == who => {
-                Some((*id, player, p.name.clone()))
+        let by_id = |id: PlayerId| {
+            self.peers.iter().find_map(|(peer, p)| match p.state {
+                PeerState::Playing { player } if player == id => Some((*peer, player, p.name.clone())),
+                _ => None,
+            })
+        };
+        if let Some(id) = who.strip_prefix('#') {
+            return id.parse().ok().and_then(by_id);
+        }
+        if let Some(found) = who.parse().ok().and_then(by_id) {
+            return Some(found);
+        }
+        self.peers.iter().find_map(|(peer, p)| match p.state {
+            PeerState::Playing { player } if p.name.to_lowercase() == who.to_lowercase() => {
+                Some((*peer, player, p.name.clone()))
             }
             _ => None,
         })
@@ -805,26 +842,44 @@ impl<T: Transport> Server<T> {
         let ip: Option<std::net::IpAddr> = who.parse().ok();
         let (name, ip) = match (self.find_player(who), ip) {
             (_, Some(ip)) => (String::new(), Some(ip)),
+            // The host of host-and-play has no address and cannot be banned.
+            (Some((peer, _, _)), None) if self.net.peer_addr(peer).is_none() => {
+                return Err("that is the host of this game: it cannot be banned".into())
+            }
             (Some((peer, _, name)), None) => (name, self.net.peer_addr(peer).map(|a| a.ip())),
+            (None, None) if who.starts_with('#') || who.chars().all(|c| c.is_ascii_digit()) => {
+                return Err(format!("no player {who} is connected (see `players`)"))
+            }
             (None, None) => (crate::protocol::names::sanitize(who), None),
         };
-        self.bans.add(&name, ip, &reason)?;
-        let covered: Vec<PeerId> = self
+        // Kept in memory even if the file cannot be written: the ban holds until a restart.
+        let saved = self.bans.add(&name, ip, &reason);
+        let what = self.bans.bans.last().map(|b| b.describe()).unwrap_or_default();
+        // Everyone it covers goes, playing or still joining; never the host (no address).
+        let covered: Vec<(PeerId, String)> = self
             .peers
             .iter()
             .filter(|(id, p)| {
-                matches!(p.state, PeerState::Playing { .. })
-                    && ((!name.is_empty() && p.name.eq_ignore_ascii_case(&name))
-                        || (ip.is_some() && self.net.peer_addr(**id).map(|a| a.ip()) == ip))
+                let addr = self.net.peer_addr(**id);
+                !matches!(p.state, PeerState::Handshake { .. })
+                    && addr.is_some()
+                    && self.bans.refuses(&p.name, addr.map(|a| a.ip())).is_some()
             })
-            .map(|(id, _)| *id)
+            .map(|(id, p)| (*id, p.name.clone()))
             .collect();
-        for &peer in &covered {
-            self.drop_peer(peer, Some(RejectReason::Banned { reason: reason.clone() }));
+        for (peer, who) in &covered {
+            info!(name = %who, addr = %self.addr_of(*peer), reason = %reason, "disconnected by a ban");
+            self.drop_peer(*peer, Some(RejectReason::Banned { reason: reason.clone() }));
         }
-        let what = self.bans.bans.last().map(|b| b.describe()).unwrap_or_default();
         info!(ban = %what, disconnected = covered.len(), "banned");
-        Ok(format!("banned {what}; {} player(s) disconnected", covered.len()))
+        let note = match saved {
+            Ok(()) => String::new(),
+            Err(e) => {
+                warn!("the ban holds until the server stops but was not saved: {e}");
+                format!(" (NOT saved: {e})")
+            }
+        };
+        Ok(format!("banned {what}; {} player(s) disconnected{note}", covered.len()))
     }
 
     /// Lifts the bans on a name or an address.
@@ -870,18 +925,43 @@ impl<T: Transport> Server<T> {
         let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
         let addr = self.addr_of(peer);
         let Some(expected) = self.config.admin_password.clone() else {
-            warn!(player, name = %name, addr = %addr, "admin command refused: this server has no admin password");
+            // Logged once per connection (a client could send these as fast as it may).
+            if let Some(p) = self.peers.get_mut(&peer).filter(|p| p.admin_failures == 0) {
+                p.admin_failures = 1;
+                warn!(player, name = %name, addr = %addr, "admin command refused: this server has no admin password");
+            }
             return self.notice(peer, "this server takes no admin commands (no admin_password is set)");
         };
-        // Compared in constant time; the session is encrypted, so the password was not
-        // exposed on the way.
-        let ok = password.len() == expected.len()
-            && password.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        // Wrong passwords are counted per address over ADMIN_LOCKOUT_TICKS (reconnecting
+        // does not reset them); an address over the limit is not even checked.
+        let ip = self.net.peer_addr(peer).map(|a| a.ip().to_canonical());
+        let now = self.world.tick;
+        self.admin_guesses.retain(|_, (since, _)| now.saturating_sub(*since) < ADMIN_LOCKOUT_TICKS);
+        if ip.and_then(|ip| self.admin_guesses.get(&ip)).is_some_and(|(_, n)| *n >= MAX_ADMIN_FAILURES) {
+            warn!(player, name = %name, addr = %addr, "admin command refused: too many wrong passwords from this address");
+            return self.drop_peer(
+                peer,
+                Some(RejectReason::Kicked { reason: "too many wrong admin passwords: wait ten minutes".into() }),
+            );
+        }
+        // Compared as SHA-256 digests, in constant time: neither the content nor the
+        // length of the password shows in the timing. The session is encrypted, so the
+        // password was not exposed on the way.
+        use sha2::Digest;
+        let (a, b) = (sha2::Sha256::digest(password.as_bytes()), sha2::Sha256::digest(expected.as_bytes()));
+        let ok = a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
         if !ok {
-            let failures = self.peers.get_mut(&peer).map_or(0, |p| {
-                p.admin_failures += 1;
-                p.admin_failures
-            });
+            let failures = match ip {
+                Some(ip) => {
+                    if self.admin_guesses.len() >= 4096 {
+                        self.admin_guesses.clear();
+                    }
+                    let e = self.admin_guesses.entry(ip).or_insert((now, 0));
+                    e.1 += 1;
+                    e.1
+                }
+                None => MAX_ADMIN_FAILURES,
+            };
             warn!(player, name = %name, addr = %addr, failures, "admin command refused: wrong admin password");
             if failures >= MAX_ADMIN_FAILURES {
                 return self.drop_peer(peer, Some(RejectReason::Kicked { reason: "wrong admin password".into() }));
@@ -941,9 +1021,13 @@ impl<T: Transport> Server<T> {
 
     /// Ends every connection (server shutdown). Bodies go linkdead like any other drop.
     pub fn shutdown(&mut self) {
+        let reason = match &self.stop_message {
+            Some(m) => format!("the server is shutting down: {m}"),
+            None => "the server is shutting down".to_string(),
+        };
         let ids: Vec<PeerId> = self.peers.keys().copied().collect();
         for peer in ids {
-            self.drop_peer(peer, Some(RejectReason::Kicked { reason: "the server is shutting down".into() }));
+            self.drop_peer(peer, Some(RejectReason::Kicked { reason: reason.clone() }));
         }
         let mut sink = Vec::new();
         self.net.poll(&mut sink);

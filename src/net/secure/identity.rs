@@ -76,12 +76,7 @@ impl Identity {
     }
 }
 
-fn data_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("HAILFIRE_DATA_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    directories::ProjectDirs::from("", "", "Hailfire").map(|d| d.data_dir().to_path_buf())
-}
+use crate::crash::data_dir;
 
 fn write_private(path: &Path, text: &str) -> io::Result<()> {
     use std::io::Write;

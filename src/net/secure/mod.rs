@@ -299,6 +299,7 @@ impl SecureSocket {
             guesses: HashMap::new(),
             starts: HashMap::new(),
             answers: (Instant::now(), 0),
+            answered: HashMap::new(),
         };
         Ok(SecureSocket {
             inner,

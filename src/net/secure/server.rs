@@ -46,8 +46,10 @@ pub(super) struct ServerSide {
     pub(super) guesses: HashMap<IpAddr, (Instant, u32)>,
     /// Handshakes started per IP in the current second.
     pub(super) starts: HashMap<IpAddr, (Instant, u32)>,
-    /// Status answers sent in the current second (all addresses together).
+    /// Status answers sent in the current second (all addresses together), and to each
+    /// address (cleared every second; at most `MAX_ANSWERS_PER_SECOND` entries).
     pub(super) answers: (Instant, u32),
+    pub(super) answered: HashMap<IpAddr, u32>,
 }
 
 impl ServerSide {
@@ -91,7 +93,7 @@ impl SecureSocket {
         };
         match kind_of(kind) {
             crate::protocol::status::T_QUERY => {
-                use crate::protocol::status::{read_query, MAX_ANSWERS_PER_SECOND};
+                use crate::protocol::status::{read_query, MAX_ANSWERS_PER_ADDRESS, MAX_ANSWERS_PER_SECOND};
                 // Stateless, no larger than the query, and few per second in all: useless
                 // for amplification or reflection.
                 let (Some(nonce), Some(board)) = (read_query(data), s.cfg.status.as_ref()) else {
@@ -100,11 +102,14 @@ impl SecureSocket {
                 };
                 if now.duration_since(s.answers.0) >= Duration::from_secs(1) {
                     s.answers = (now, 0);
+                    s.answered.clear();
                 }
-                if s.answers.1 >= MAX_ANSWERS_PER_SECOND {
+                let from_ip = s.answered.entry(from.ip()).or_insert(0);
+                if s.answers.1 >= MAX_ANSWERS_PER_SECOND || *from_ip >= MAX_ANSWERS_PER_ADDRESS {
                     self.stats.dropped += 1;
                     return None;
                 }
+                *from_ip += 1;
                 s.answers.1 += 1;
                 let answer = board.lock().map(|st| st.answer(nonce)).ok()?;
                 self.raw_send(from, &answer);
