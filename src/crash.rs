@@ -6,8 +6,8 @@
 //! - `fatal` does the same for an error that stops the game (no GPU, say), without a
 //!   report file.
 //!
-//! `HAILFIRE_CRASH_TEST=1` makes the program panic on purpose right after start-up, so
-//! that the report can be tested in a child process.
+//! `HAILFIRE_CRASH_TEST=1` makes the program panic on purpose once logging has started,
+//! so that the report can be tested in a child process.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,6 +130,11 @@ pub fn install() {
             dialog("Hailfire crashed", &msg);
         }
     }));
+}
+
+/// `HAILFIRE_CRASH_TEST=1`: panics on purpose (called once logging has started, so the
+/// report holds log lines too).
+pub fn test_crash_if_asked() {
     if std::env::var_os("HAILFIRE_CRASH_TEST").is_some() {
         panic!("HAILFIRE_CRASH_TEST is set: crashing on purpose to test the crash report");
     }

@@ -109,6 +109,7 @@ pub fn init(file: Option<&str>) {
             let _ = builder.with_writer(std::io::stderr).try_init();
         }
     }
+    crate::crash::test_crash_if_asked();
 }
 
 #[cfg(test)]

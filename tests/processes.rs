@@ -707,3 +707,40 @@ fn servers_on_this_machine_answer_the_lan_and_status_queries() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn version_names_the_protocol_and_build_and_a_crash_writes_a_report_with_the_log() {
+    let out = Command::new(exe()).arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && v.starts_with("hailfire 0."), "{v}");
+    assert!(v.contains(&format!("protocol {}", hailfire::protocol::PROTOCOL_VERSION)), "{v}");
+    assert!(v.contains("build "), "{v}");
+    // A crash in a child process: the report lands in the data folder and says where.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let out = hf(dir.path())
+        .args(["--dedicated", "--exit-after", "5"])
+        .env("HAILFIRE_CRASH_TEST", "1")
+        .env("HAILFIRE_LOG_FILE", &log)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it crashed");
+    assert!(err.contains("A crash report was written to"), "the player is told where: {err}");
+    let crashes: Vec<_> = std::fs::read_dir(dir.path().join("crashes")).unwrap().flatten().collect();
+    assert_eq!(crashes.len(), 1, "one report");
+    let report = read(&crashes[0].path());
+    for needle in [
+        "Hailfire crash report",
+        "version: hailfire 0.",
+        "OS: ",
+        "GPU adapter:",
+        "panic: ",
+        "HAILFIRE_CRASH_TEST",
+        "backtrace:",
+        "logging to file",
+    ] {
+        assert!(report.contains(needle), "the report has '{needle}':\n{report}");
+    }
+    assert!(err.contains(&crashes[0].path().display().to_string()), "{err}");
+}

@@ -119,10 +119,18 @@ impl App {
     }
 
     fn init_gfx(&mut self, el: &ActiveEventLoop) -> anyhow::Result<()> {
+        let icon = winit::window::Icon::from_rgba(crate::app::icon::rgba(64), 64, 64).ok();
         let attrs = Window::default_attributes()
             .with_title("Hailfire")
+            .with_window_icon(icon)
             .with_inner_size(winit::dpi::LogicalSize::new(1280.0, 720.0))
             .with_min_inner_size(winit::dpi::LogicalSize::new(640.0, 360.0));
+        // The name desktops match with the desktop entry (its StartupWMClass on X11, its
+        // file name on Wayland: X11's WM_CLASS is "hailfire", "io.hailfire.Hailfire" and
+        // Wayland's app id "io.hailfire.Hailfire"), so the running game shows its icon.
+        #[cfg(all(unix, not(target_os = "macos")))]
+        let attrs =
+            winit::platform::wayland::WindowAttributesExtWayland::with_name(attrs, "io.hailfire.Hailfire", "hailfire");
         let g = WindowGfx::open(el, attrs, self.present_mode(), &self.egui)?;
         if self.settings.fullscreen {
             g.window.set_fullscreen(Some(Fullscreen::Borderless(None)));

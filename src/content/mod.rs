@@ -105,7 +105,10 @@ pub fn content_dir() -> PathBuf {
     let exe = std::env::current_exe().ok();
     let mut candidates = content_candidates(exe.as_deref());
     match candidates.iter().position(|c| c.join("mod.toml").is_file()) {
-        Some(i) => candidates.swap_remove(i),
+        Some(i) => {
+            let found = candidates.swap_remove(i);
+            std::fs::canonicalize(&found).unwrap_or(found)
+        }
         None => candidates.pop().expect("the source tree is always a candidate"),
     }
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Checks what installer/package.sh made (CI runs it after packaging):
+#   installer/check-packages.sh [DIR]      (default target/dist)
+# - the .deb holds the binary, the content, the desktop entry, the icons, the metainfo,
+#   the man page and the server unit, and declares its dependencies;
+# - desktop-file-validate and appstreamcli validate pass;
+# - the extracted .deb and the unpacked tarball each run `mods check`, `--version` and a
+#   dedicated server for 2 s from a temporary folder with a fresh HOME (their own
+#   content, found beside the binary);
+# - the checksums match;
+# - the NSIS script compiles (with a stand-in payload that is deleted, never shipped).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist=$(cd "${1:-target/dist}" && pwd)
+fail() { echo "check-packages: $*" >&2; exit 1; }
+
+deb=$(ls "$dist"/hailfire_*.deb | head -1)
+tarball=$(ls "$dist"/hailfire-*-linux-x86_64.tar.gz | head -1)
+[ -f "$deb" ] && [ -f "$tarball" ] || fail "no .deb or tarball in $dist"
+(cd "$dist" && sha256sum -c --quiet SHA256SUMS) || fail "SHA256SUMS does not match"
+
+listing=$(dpkg-deb -c "$deb")
+for f in ./usr/bin/hailfire ./usr/share/hailfire/content/mod.toml ./usr/share/hailfire/mods/ \
+  ./usr/share/applications/io.hailfire.Hailfire.desktop ./usr/share/metainfo/io.hailfire.Hailfire.metainfo.xml \
+  ./usr/share/icons/hicolor/32x32/apps/hailfire.png ./usr/share/icons/hicolor/512x512/apps/hailfire.png \
+  ./usr/share/icons/hicolor/scalable/apps/hailfire.svg ./usr/share/man/man6/hailfire.6.gz \
+  ./usr/lib/systemd/system/hailfire-server.service ./usr/share/doc/hailfire/copyright; do
+  grep -qF " $f" <<<"$listing" || fail "$deb lacks $f"
+done
+depends=$(dpkg-deb -f "$deb" Depends)
+for d in libc6 libasound2 libudev1 libvulkan1; do
+  grep -q "$d" <<<"$depends" || fail "Depends lacks $d: $depends"
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dpkg-deb -x "$deb" "$tmp/deb"
+desktop-file-validate "$tmp/deb/usr/share/applications/io.hailfire.Hailfire.desktop"
+appstreamcli validate --no-net "$tmp/deb/usr/share/metainfo/io.hailfire.Hailfire.metainfo.xml" >/dev/null \
+  || appstreamcli validate --no-net "$tmp/deb/usr/share/metainfo/io.hailfire.Hailfire.metainfo.xml"
+mkdir -p "$tmp/tar"
+tar -C "$tmp/tar" -xzf "$tarball"
+tardir=$(ls -d "$tmp"/tar/hailfire-*)
+
+# Each layout from a neutral folder with a fresh HOME: nothing from the source tree or
+# the user's folders may be what makes it work.
+for layout in "$tmp/deb/usr/bin/hailfire" "$tardir/hailfire"; do
+  home="$tmp/home-$(basename "$(dirname "$layout")")"
+  mkdir -p "$home" "$tmp/cwd"
+  run() { (cd "$tmp/cwd" && env -i PATH=/usr/bin:/bin HOME="$home" "$layout" "$@"); }
+  run --version | grep -q "^hailfire " || fail "$layout --version"
+  out=$(run mods check 2>&1) || fail "$layout mods check failed: $out"
+  own=""
+  for d in "$(dirname "$layout")/content" "$(dirname "$layout")/../share/hailfire/content"; do
+    if [ -f "$d/mod.toml" ]; then own=$(realpath "$d"); break; fi
+  done
+  [ -n "$own" ] || fail "no content beside $layout"
+  grep -qF "base content: $own" <<<"$(run mods list)" \
+    || fail "$layout does not use its own content: $(run mods list)"
+  port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  out=$(run --dedicated --bind "127.0.0.1:$port" --exit-after 2 </dev/null 2>&1) || fail "$layout --dedicated: $out"
+  grep -q "server stopped cleanly" <<<"$out" || fail "$layout --dedicated did not stop cleanly: $out"
+  echo "ok: $layout (mods check, its own content, --dedicated)"
+done
+
+if command -v makensis >/dev/null; then
+  stage="$tmp/nsis"
+  mkdir -p "$stage/licenses"
+  echo "stand-in payload for a syntax check; this installer is deleted" > "$stage/hailfire.exe"
+  cp -r content mods README.md "$stage/"
+  cp LICENSE-MIT "$stage/licenses/"
+  cp assets/icon/hailfire.ico "$stage/"
+  makensis -V1 -DVERSION=0.0.0-check -DSTAGE="$stage" -DOUTFILE="$tmp/nsis-check.exe" installer/windows/hailfire.nsi \
+    || fail "the NSIS script does not compile"
+  rm -f "$tmp/nsis-check.exe"
+  echo "ok: installer/windows/hailfire.nsi compiles"
+fi
+echo "check-packages: all good"

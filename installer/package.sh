@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Builds Hailfire's release artefacts.
+#
+#   installer/package.sh [--out DIR] [--no-build] [--windows EXE] [--macos BIN]
+#
+# On Linux (this is what CI runs), into DIR (default target/dist):
+#   hailfire_VERSION_ARCH.deb                  Debian/Ubuntu package (dpkg-deb)
+#   hailfire-VERSION-linux-x86_64.tar.gz       portable: unpack and double-click
+#   SHA256SUMS
+# --windows EXE: a Windows build of the game (made on Windows, see docs/RELEASING.md)
+#   is packed into hailfire-VERSION-windows-x86_64-setup.exe with NSIS (makensis) and a
+#   .zip. --macos BIN: a macOS build is laid out as Hailfire.app in a .tar.gz.
+# --no-build uses target/release/hailfire as it is.
+#
+# Needs: cargo, dpkg-deb and dpkg-shlibdeps (dpkg-dev), strip; makensis for --windows.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=target/dist
+build=1
+win_exe=""
+mac_bin=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --windows) win_exe="$2"; shift 2 ;;
+    --macos) mac_bin="$2"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+[ -n "$version" ] || { echo "package.sh: no version in Cargo.toml" >&2; exit 1; }
+if [ "$build" = 1 ]; then
+  cargo build --release
+fi
+bin=target/release/hailfire
+[ -x "$bin" ] || { echo "package.sh: $bin is missing (build it, or drop --no-build)" >&2; exit 1; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work="$out/work"
+rm -rf "$work"
+mkdir -p "$work"
+artefacts=()
+
+# Icons, drawn by the game itself.
+"$bin" icon --out "$work/icons" >/dev/null
+
+# Licences: the game's, and those of the fonts compiled into it (egui's defaults).
+lic="$work/licenses"
+mkdir -p "$lic"
+cp LICENSE-MIT LICENSE-APACHE assets/LICENSES.md "$lic/"
+fonts=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name 'epaint_default_fonts-*' 2>/dev/null | sort | tail -1)
+if [ -n "$fonts" ]; then
+  for f in UFL.txt OFL.txt Hack-Regular.txt emoji-icon-font-mit-license.txt egui-icons.txt; do
+    [ -f "$fonts/fonts/$f" ] && cp "$fonts/fonts/$f" "$lic/font-$f"
+  done
+else
+  echo "package.sh: warning: the font licences (epaint_default_fonts) were not found" >&2
+fi
+
+# ---------------------------------------------------------------- Debian package
+arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+deb="$work/deb"
+mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/usr/share/hailfire" "$deb/usr/share/applications" \
+  "$deb/usr/share/metainfo" "$deb/usr/share/man/man6" "$deb/usr/share/doc/hailfire" \
+  "$deb/usr/lib/systemd/system" "$deb/usr/share/icons/hicolor/scalable/apps"
+install -m 0755 "$bin" "$deb/usr/bin/hailfire"
+strip --strip-debug "$deb/usr/bin/hailfire"
+cp -r content mods "$deb/usr/share/hailfire/"
+install -m 0644 installer/linux/io.hailfire.Hailfire.desktop "$deb/usr/share/applications/"
+install -m 0644 installer/linux/io.hailfire.Hailfire.metainfo.xml "$deb/usr/share/metainfo/"
+for s in 16 32 48 64 128 256 512; do
+  mkdir -p "$deb/usr/share/icons/hicolor/${s}x${s}/apps"
+  install -m 0644 "$work/icons/hailfire-$s.png" "$deb/usr/share/icons/hicolor/${s}x${s}/apps/hailfire.png"
+done
+install -m 0644 "$work/icons/hailfire.svg" "$deb/usr/share/icons/hicolor/scalable/apps/hailfire.svg"
+gzip -9n -c installer/linux/hailfire.6 > "$deb/usr/share/man/man6/hailfire.6.gz"
+# The server unit, for the packaged paths (the content is found beside /usr/bin).
+sed -e 's|/usr/local/bin/hailfire|/usr/bin/hailfire|' -e '/HAILFIRE_CONTENT=/d' \
+  -e 's|^#   install .*hailfire /usr/local/bin.*|#   (installed by the hailfire package)|' \
+  installer/hailfire-server.service > "$deb/usr/lib/systemd/system/hailfire-server.service"
+cp README.md docs/SERVER.md docs/MODDING.md "$deb/usr/share/doc/hailfire/"
+{
+  echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+  echo "Upstream-Name: hailfire"
+  echo
+  echo "Files: *"
+  echo "Copyright: 2026 The Hailfire developers"
+  echo "License: MIT or Apache-2.0"
+  echo "Comment: the full texts and the licences of the bundled fonts are in"
+  echo " /usr/share/doc/hailfire/licenses/."
+} > "$deb/usr/share/doc/hailfire/copyright"
+cp -r "$lic" "$deb/usr/share/doc/hailfire/licenses"
+# Runtime dependencies: the libraries the binary links (dpkg-shlibdeps), plus those winit
+# and wgpu open at run time (X11 or Wayland, xkbcommon, the Vulkan loader).
+shlib=$(mktemp -d)
+mkdir -p "$shlib/debian"
+printf 'Source: hailfire\n\nPackage: hailfire\nArchitecture: any\n' > "$shlib/debian/control"
+linked=$(cd "$shlib" && dpkg-shlibdeps -O "$deb/usr/bin/hailfire" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+rm -rf "$shlib"
+[ -n "$linked" ] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+depends="$linked, libvulkan1, libxkbcommon0, libx11-6 | libwayland-client0, libxcursor1 | libwayland-cursor0"
+size=$(du -sk "$deb/usr" | cut -f1)
+cat > "$deb/DEBIAN/control" <<EOF
+Package: hailfire
+Version: $version
+Architecture: $arch
+Maintainer: The Hailfire developers <hailfire@localhost>
+Installed-Size: $size
+Depends: $depends
+Recommends: mesa-vulkan-drivers | vulkan-icd
+Section: games
+Priority: optional
+Description: co-op bullet-hell dungeon game
+ Friends meet in a hub, step through a portal into a dungeon, fight waves of
+ enemies and a boss with several phases, and dodge bullet patterns written in
+ Lua. Host and play with one click, join a friend by address or from the list
+ of games on the local network, or run the dedicated server (a systemd unit,
+ hailfire-server.service, is included but not enabled).
+EOF
+cat > "$deb/DEBIAN/postinst" <<'EOF'
+#!/bin/sh
+set -e
+# The dedicated server's account, for hailfire-server.service (not enabled by default).
+if [ "$1" = configure ] && ! getent passwd hailfire >/dev/null; then
+  useradd --system --home-dir /var/lib/hailfire --create-home --shell /usr/sbin/nologin hailfire || true
+fi
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+EOF
+chmod 0755 "$deb/DEBIAN/postinst"
+debfile="$out/hailfire_${version}_${arch}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$deb" "$debfile" >/dev/null
+artefacts+=("$debfile")
+
+# ---------------------------------------------------------------- portable tarball
+name="hailfire-$version-linux-x86_64"
+tdir="$work/$name"
+mkdir -p "$tdir"
+install -m 0755 "$deb/usr/bin/hailfire" "$tdir/hailfire"
+cp -r content mods README.md "$tdir/"
+cp -r "$lic" "$tdir/licenses"
+install -m 0644 "$work/icons/hailfire-256.png" "$tdir/hailfire.png"
+install -m 0644 installer/linux/io.hailfire.Hailfire.desktop "$tdir/hailfire.desktop"
+cat > "$tdir/install-desktop-entry.sh" <<'EOF'
+#!/bin/sh
+# Adds Hailfire (from this folder) to your desktop's menu; run it again if you move it.
+here=$(cd "$(dirname "$0")" && pwd)
+apps="${XDG_DATA_HOME:-$HOME/.local/share}/applications"
+mkdir -p "$apps"
+sed -e "s|^Exec=.*|Exec=\"$here/hailfire\"|" -e "s|^Icon=.*|Icon=$here/hailfire.png|" \
+  "$here/hailfire.desktop" > "$apps/io.hailfire.Hailfire.desktop"
+echo "added $apps/io.hailfire.Hailfire.desktop"
+EOF
+chmod 0755 "$tdir/install-desktop-entry.sh"
+tarball="$out/$name.tar.gz"
+tar -C "$work" --owner=0 --group=0 -czf "$tarball" "$name"
+artefacts+=("$tarball")
+
+# ---------------------------------------------------------------- Windows installer
+if [ -n "$win_exe" ]; then
+  command -v makensis >/dev/null || { echo "package.sh: --windows needs makensis (apt install nsis)" >&2; exit 1; }
+  file "$win_exe" 2>/dev/null | grep -q 'PE32+' || { echo "package.sh: $win_exe is not a Windows x86-64 executable" >&2; exit 1; }
+  wstage="$work/windows"
+  mkdir -p "$wstage"
+  cp "$win_exe" "$wstage/hailfire.exe"
+  cp -r content mods README.md "$wstage/"
+  cp -r "$lic" "$wstage/licenses"
+  cp "$work/icons/hailfire.ico" "$wstage/"
+  setup="$out/hailfire-$version-windows-x86_64-setup.exe"
+  makensis -V2 -DVERSION="$version" -DSTAGE="$wstage" -DOUTFILE="$setup" installer/windows/hailfire.nsi
+  artefacts+=("$setup")
+  if command -v python3 >/dev/null; then
+    zip="$out/hailfire-$version-windows-x86_64.zip"
+    (cd "$work" && mv windows "hailfire-$version-windows-x86_64" \
+      && python3 -m zipfile -c "$zip" "hailfire-$version-windows-x86_64" && mv "hailfire-$version-windows-x86_64" windows)
+    artefacts+=("$zip")
+  fi
+fi
+
+# ---------------------------------------------------------------- macOS app bundle
+if [ -n "$mac_bin" ]; then
+  app="$work/Hailfire.app/Contents"
+  mkdir -p "$app/MacOS" "$app/Resources"
+  install -m 0755 "$mac_bin" "$app/MacOS/hailfire"
+  sed "s/@VERSION@/$version/g" installer/macos/Info.plist > "$app/Info.plist"
+  cp "$work/icons/hailfire.icns" "$app/Resources/"
+  # The game finds its content in ../Resources/content from Contents/MacOS.
+  cp -r content mods "$app/Resources/"
+  cp -r "$lic" "$app/Resources/licenses"
+  mac="$out/hailfire-$version-macos.tar.gz"
+  tar -C "$work" -czf "$mac" Hailfire.app
+  artefacts+=("$mac")
+fi
+
+(cd "$out" && sha256sum "${artefacts[@]##*/}" > SHA256SUMS)
+for a in "${artefacts[@]}" "$out/SHA256SUMS"; do
+  echo "$a ($(du -h "$a" | cut -f1))"
+done
