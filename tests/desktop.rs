@@ -312,6 +312,20 @@ fn window_host_and_a_second_process_joining_see_each_other() {
 }
 
 #[test]
+fn a_join_that_fails_says_why_and_is_not_remembered() {
+    let x = xvfb();
+    let cfg = tempfile::tempdir().unwrap();
+    config_with_port(cfg.path(), "Lost", free_port());
+    let nobody = free_port();
+    let mut g = Game::start(&x, cfg.path(), &["--join", &format!("127.0.0.1:{nobody}"), "--quit-after", "20"]);
+    let line = g.wait_for(&|l| l.contains("Could not join"), 20);
+    assert!(line.contains("no answer from the server"), "{line}");
+    assert_eq!(g.wait_exit(15), Some(0));
+    let saved = std::fs::read_to_string(cfg.path().join("settings.toml")).unwrap_or_default();
+    assert!(!saved.contains(&format!("127.0.0.1:{nobody}")), "a failed address was saved: {saved}");
+}
+
+#[test]
 fn with_no_display_a_windowed_run_fails_at_once_with_a_clear_message() {
     let start = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_hailfire"))

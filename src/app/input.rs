@@ -26,6 +26,164 @@ pub fn pad_name(b: gilrs::Button) -> String {
     format!("Pad{b:?}")
 }
 
+/// Gamepad button naming: the letters of Xbox-style pads or the shapes of PlayStation ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PadFamily {
+    #[default]
+    Xbox,
+    PlayStation,
+}
+
+impl PadFamily {
+    /// From the name the system gives a pad (gilrs: "Sony DualSense", "Xbox Wireless ...").
+    pub fn of(pad_name: &str) -> PadFamily {
+        let n = pad_name.to_ascii_lowercase();
+        if ["playstation", "dualshock", "dualsense", "ps3", "ps4", "ps5", "sony"].iter().any(|k| n.contains(k)) {
+            PadFamily::PlayStation
+        } else {
+            PadFamily::Xbox
+        }
+    }
+}
+
+/// An input as players know it: "W", "Up arrow", "Left mouse", "A" or "Cross".
+pub fn display_name(input: &str, family: PadFamily) -> String {
+    if let Some(pad) = input.strip_prefix("Pad") {
+        let ps = family == PadFamily::PlayStation;
+        let s = match pad {
+            "South" => {
+                if ps {
+                    "Cross"
+                } else {
+                    "A"
+                }
+            }
+            "East" => {
+                if ps {
+                    "Circle"
+                } else {
+                    "B"
+                }
+            }
+            "West" => {
+                if ps {
+                    "Square"
+                } else {
+                    "X"
+                }
+            }
+            "North" => {
+                if ps {
+                    "Triangle"
+                } else {
+                    "Y"
+                }
+            }
+            "LeftTrigger" => {
+                if ps {
+                    "L1"
+                } else {
+                    "LB"
+                }
+            }
+            "LeftTrigger2" => {
+                if ps {
+                    "L2"
+                } else {
+                    "LT"
+                }
+            }
+            "RightTrigger" => {
+                if ps {
+                    "R1"
+                } else {
+                    "RB"
+                }
+            }
+            "RightTrigger2" => {
+                if ps {
+                    "R2"
+                } else {
+                    "RT"
+                }
+            }
+            "Select" => {
+                if ps {
+                    "Share"
+                } else {
+                    "View"
+                }
+            }
+            "Start" => {
+                if ps {
+                    "Options"
+                } else {
+                    "Menu button"
+                }
+            }
+            "Mode" => {
+                if ps {
+                    "PS button"
+                } else {
+                    "Xbox button"
+                }
+            }
+            "LeftThumb" => "Left stick press",
+            "RightThumb" => "Right stick press",
+            "DPadUp" => "D-pad up",
+            "DPadDown" => "D-pad down",
+            "DPadLeft" => "D-pad left",
+            "DPadRight" => "D-pad right",
+            other => return format!("Pad {other}"),
+        };
+        return s.to_string();
+    }
+    if let Some(m) = input.strip_prefix("Mouse") {
+        return match m {
+            "Left" => "Left mouse".into(),
+            "Right" => "Right mouse".into(),
+            "Middle" => "Middle mouse".into(),
+            other => format!("Mouse {other}"),
+        };
+    }
+    if let Some(k) = input.strip_prefix("Key") {
+        return k.to_string();
+    }
+    if let Some(d) = input.strip_prefix("Digit") {
+        return d.to_string();
+    }
+    if let Some(d) = input.strip_prefix("Arrow") {
+        return format!("{d} arrow");
+    }
+    if let Some(n) = input.strip_prefix("Numpad") {
+        return format!("Numpad {n}");
+    }
+    for (side, word) in [("Left", "Left"), ("Right", "Right")] {
+        for (key, name) in [("Shift", "Shift"), ("Control", "Ctrl"), ("Alt", "Alt"), ("Super", "Super")] {
+            if input == format!("{key}{side}") {
+                return format!("{word} {name}");
+            }
+        }
+    }
+    match input {
+        "Escape" => "Esc".into(),
+        "Space" => "Space".into(),
+        "Enter" => "Enter".into(),
+        "Backspace" => "Backspace".into(),
+        "Backquote" => "`".into(),
+        "Minus" => "-".into(),
+        "Equal" => "=".into(),
+        "Comma" => ",".into(),
+        "Period" => ".".into(),
+        "Slash" => "/".into(),
+        "Semicolon" => ";".into(),
+        "Quote" => "'".into(),
+        "BracketLeft" => "[".into(),
+        "BracketRight" => "]".into(),
+        other => other.to_string(),
+    }
+}
+
 /// Which device the player last used (decides whether the mouse or a stick aims).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Device {
@@ -141,6 +299,66 @@ mod tests {
         let x = i.sample(&s, None);
         assert_eq!(x.mv, Vec2::ZERO, "a key moved to another action no longer moves");
         assert_eq!(x.buttons & BTN_INTERACT, BTN_INTERACT);
+    }
+
+    #[test]
+    fn inputs_read_as_players_know_them() {
+        let x = PadFamily::Xbox;
+        assert_eq!(display_name("KeyW", x), "W");
+        assert_eq!(display_name("ArrowUp", x), "Up arrow");
+        assert_eq!(display_name("MouseLeft", x), "Left mouse");
+        assert_eq!(display_name("ShiftLeft", x), "Left Shift");
+        assert_eq!(display_name("Digit3", x), "3");
+        assert_eq!(display_name("Escape", x), "Esc");
+        assert_eq!(display_name("PadSouth", x), "A");
+        assert_eq!(display_name("PadSouth", PadFamily::PlayStation), "Cross");
+        assert_eq!(display_name("PadRightTrigger2", PadFamily::PlayStation), "R2");
+        assert_eq!(display_name("PadDPadUp", x), "D-pad up");
+        assert_eq!(
+            PadFamily::of("Sony Interactive Entertainment DualSense Wireless Controller"),
+            PadFamily::PlayStation
+        );
+        assert_eq!(PadFamily::of("Xbox Wireless Controller"), PadFamily::Xbox);
+    }
+
+    #[test]
+    fn rebinding_replaces_its_slot_and_asks_before_taking_a_key() {
+        let mut s = Settings::default();
+        let before = s.bindings[&Action::Fire].clone();
+        // Replace the first fire binding with J: the slot changes, the others stay.
+        s.assign(Action::Fire, 0, "KeyJ").unwrap();
+        assert_eq!(s.bindings[&Action::Fire][0], "KeyJ");
+        assert_eq!(s.bindings[&Action::Fire].len(), before.len(), "replaced, not added");
+        assert!(!s.bindings[&Action::Fire].contains(&before[0]));
+        // E belongs to Interact: nothing changes, the conflict is reported.
+        assert_eq!(s.assign(Action::Fire, 0, "KeyE"), Err(Action::Interact));
+        assert_eq!(s.bindings[&Action::Fire][0], "KeyJ");
+        assert!(s.bindings[&Action::Interact].contains(&"KeyE".to_string()));
+        // Swapping: Fire's slot gets E, Interact gets J in E's place.
+        s.assign_swapping(Action::Fire, 0, "KeyE");
+        assert_eq!(s.bindings[&Action::Fire][0], "KeyE");
+        assert!(s.bindings[&Action::Interact].contains(&"KeyJ".to_string()));
+        assert!(!s.bindings[&Action::Interact].contains(&"KeyE".to_string()));
+        assert_eq!(s.actions_for("KeyE"), vec![Action::Fire], "one key, one action");
+        // A slot past the end adds; clearing removes one; reset restores everything.
+        let n = s.bindings[&Action::Menu].len();
+        s.assign(Action::Menu, 99, "KeyP").unwrap();
+        assert_eq!(s.bindings[&Action::Menu].len(), n + 1);
+        s.clear_slot(Action::Menu, n);
+        assert_eq!(s.bindings[&Action::Menu].len(), n);
+        s.reset_controls();
+        assert_eq!(s.bindings, Settings::default().bindings);
+    }
+
+    #[test]
+    fn a_settings_file_that_is_not_text_is_set_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.toml");
+        std::fs::write(&p, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+        let (s, msg) = Settings::load_from(&p);
+        assert_eq!(s.name, Settings::default().name);
+        assert!(msg.unwrap().contains("not text"));
+        assert_eq!(std::fs::read(d.path().join("settings.toml.bad")).unwrap(), vec![0xff, 0xfe, 0x00, 0x41]);
     }
 
     #[test]

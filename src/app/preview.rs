@@ -84,6 +84,7 @@ pub fn hud_state(p: &Preview) -> HudState {
         hint: None,
         notices: Vec::new(),
         server_line: None,
+        leave_key: String::new(),
     }
 }
 

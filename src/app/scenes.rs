@@ -155,6 +155,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         hint: None,
         notices: if dead { Vec::new() } else { vec!["[server] the server restarts in 5 minutes".into()] },
         server_line: None,
+        leave_key: "F / B".into(),
     };
     Fixture {
         arena: i.arena,

@@ -32,6 +32,11 @@ pub struct Session {
     pub banner: Option<(String, Instant)>,
     /// The address joined (None when hosting).
     pub addr: Option<String>,
+    /// The address to add to the recent servers once the join has succeeded.
+    pub remember: Option<String>,
+    /// When hosting, where friends join, shown in the hub ("friends join at IP:PORT"),
+    /// with a note when the chosen port was taken.
+    pub join_line: Option<String>,
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
     palette: Option<(ContentDigest, Palette)>,
@@ -62,10 +67,18 @@ impl Session {
                 None => format!("Hosting on UDP port {port} · key fingerprint {fp}"),
             }
         });
+        let join_line = server.as_ref().map(|s| {
+            let port = s.addr.port();
+            match if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) } {
+                Some(ip) => format!("friends join at {ip}:{port}"),
+                None => format!("friends join on UDP port {port}"),
+            }
+        });
         Session {
             client,
             server,
             host_info,
+            join_line,
             menu_open: false,
             menu_focus: false,
             returning: false,
@@ -76,6 +89,7 @@ impl Session {
             fire_cd: 0,
             banner: None,
             addr: None,
+            remember: None,
             last_roster: Vec::new(),
             palette: None,
             notices: Vec::new(),
@@ -109,7 +123,15 @@ impl Session {
         // The host's client holds the very content the server runs: nothing to transfer.
         let installed = Some(ClientContent::of(content));
         let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, installed);
-        Ok(Session::new(client, Some(server)))
+        let mut s = Session::new(client, Some(server));
+        let got = s.server.as_ref().map_or(port, |l| l.addr.port());
+        if got != port {
+            // Said where the host looks (the hub, for as long as it is hosting).
+            if let Some(l) = s.join_line.as_mut() {
+                l.push_str(&format!(" (port {port} was taken, another game?)"));
+            }
+        }
+        Ok(s)
     }
 
     /// Joins a friend: offers the content installed here; if the server's differs, it is
@@ -331,14 +353,16 @@ impl Session {
             banner: self.banner.as_ref().map(|(b, _)| b.clone()),
             hint,
             notices: self.notices.iter().map(|(n, _)| n.clone()).collect(),
-            // In the hub: where this is (the server's name and message of the day).
+            // In the hub: where this is (the server's name and message of the day; when
+            // hosting, where friends join).
             server_line: (v.is_some_and(|v| v.dungeon.is_empty()) && !c.server_name.is_empty()).then(|| {
-                if c.motd.is_empty() {
-                    c.server_name.clone()
-                } else {
-                    format!("{} — {}", c.server_name, c.motd)
+                match (&self.join_line, c.motd.is_empty()) {
+                    (Some(j), _) => format!("{} · {j}", c.server_name),
+                    (None, true) => c.server_name.clone(),
+                    (None, false) => format!("{} — {}", c.server_name, c.motd),
                 }
             }),
+            leave_key: String::new(),
         }
     }
 

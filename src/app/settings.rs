@@ -48,10 +48,10 @@ impl Action {
             Action::MoveRight => "Move right",
             Action::Fire => "Fire",
             Action::Interact => "Interact (portals)",
-            Action::Escape => "Hold to escape",
+            Action::Escape => "Escape to the hub / leave after death",
             Action::Menu => "Menu",
             Action::Screenshot => "Screenshot",
-            Action::NetOverlay => "Network overlay",
+            Action::NetOverlay => "Show or hide the network overlay",
         }
     }
 }
@@ -138,6 +138,17 @@ impl Settings {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Settings::default(), None),
+            // Not text at all: set aside like any unreadable file (never overwritten).
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                let bad = path.with_extension("toml.bad");
+                let kept = std::fs::rename(path, &bad).is_ok();
+                let msg = format!(
+                    "the settings file {} is not text (UTF-8). {}Using defaults.",
+                    path.display(),
+                    if kept { format!("It was kept as {}. ", bad.display()) } else { String::new() }
+                );
+                return (Settings::default(), Some(msg));
+            }
             Err(e) => {
                 return (Settings::default(), Some(format!("could not read {}: {e}; using defaults", path.display())))
             }
@@ -225,5 +236,59 @@ impl Settings {
         }
         let slot = self.bindings.entry(action).or_default();
         slot.insert(0, input.to_string());
+    }
+
+    /// Puts `input` in `slot` of `action`, **replacing** what the slot held (`slot` past the
+    /// end adds one). If another action uses `input`, nothing changes and that action is
+    /// returned, so the player can be asked "swap?" ([`assign_swapping`](Self::assign_swapping)).
+    /// An input already elsewhere in this action moves to the slot.
+    pub fn assign(&mut self, action: Action, slot: usize, input: &str) -> Result<(), Action> {
+        if let Some(other) = self.actions_for(input).into_iter().find(|a| *a != action) {
+            return Err(other);
+        }
+        let v = self.bindings.entry(action).or_default();
+        v.retain(|i| i != input);
+        let slot = slot.min(v.len());
+        if slot < v.len() {
+            v[slot] = input.to_string();
+        } else {
+            v.push(input.to_string());
+        }
+        Ok(())
+    }
+
+    /// [`assign`](Self::assign), taking `input` from the action that had it; that action
+    /// gets what the slot held in its place (a swap), or just loses it when the slot was
+    /// empty.
+    pub fn assign_swapping(&mut self, action: Action, slot: usize, input: &str) {
+        let old = self.bindings.get(&action).and_then(|v| v.get(slot)).cloned();
+        for (a, v) in self.bindings.iter_mut() {
+            if *a == action {
+                continue;
+            }
+            if let Some(i) = v.iter().position(|x| x == input) {
+                match &old {
+                    Some(o) if !v.contains(o) => v[i] = o.clone(),
+                    _ => {
+                        v.remove(i);
+                    }
+                }
+            }
+        }
+        let _ = self.assign(action, slot, input);
+    }
+
+    /// Removes one binding of `action`.
+    pub fn clear_slot(&mut self, action: Action, slot: usize) {
+        if let Some(v) = self.bindings.get_mut(&action) {
+            if slot < v.len() {
+                v.remove(slot);
+            }
+        }
+    }
+
+    /// Every binding back to the defaults.
+    pub fn reset_controls(&mut self) {
+        self.bindings = default_bindings();
     }
 }

@@ -149,13 +149,12 @@ impl App {
         }
     }
 
+    /// `remember`: the address to keep in the recent servers once the join succeeds
+    /// (never for a failed one).
     fn start_session(&mut self, s: anyhow::Result<Session>, remember: Option<String>) {
         match s {
-            Ok(s) => {
-                if let Some(a) = remember {
-                    self.settings.remember_server(&a);
-                    self.save_settings();
-                }
+            Ok(mut s) => {
+                s.remember = remember;
                 self.session = Some(s);
                 self.menu.error = None;
             }
@@ -172,15 +171,25 @@ impl App {
         }
         self.input.synthetic_escape = false;
         self.audio.music(Some(false));
+        if let Some(w) = &why {
+            // Also for players (and tests) who started the game from a terminal.
+            println!("hailfire: {w}");
+        }
         // A changed server key: back to the Join page, with the choice to trust it.
         let key_changed = why.as_deref().is_some_and(|w| w.contains("presented a different key"));
         self.menu.error = why;
-        if let (true, Some(a)) = (key_changed, addr) {
-            self.menu.join_addr = a.clone();
-            self.menu.key_changed_for = Some((a, key));
-            self.menu.go(menu::Page::Join);
-        } else {
-            self.menu.go(menu::Page::Main);
+        match (key_changed, addr) {
+            (true, Some(a)) => {
+                self.menu.join_addr = a.clone();
+                self.menu.key_changed_for = Some((a, key));
+                self.menu.go(menu::Page::Join);
+            }
+            // A join that failed or ended: back to the Join page, the address kept.
+            (false, Some(a)) if self.menu.error.is_some() => {
+                self.menu.join_addr = a;
+                self.menu.go(menu::Page::Join);
+            }
+            _ => self.menu.go(menu::Page::Main),
         }
     }
 
@@ -195,6 +204,12 @@ impl App {
         }
         let now_ms = s.started.elapsed().as_secs_f64() * 1000.0;
         s.client.update(now_ms, sample);
+        if s.client.is_joined() {
+            if let Some(a) = s.remember.take() {
+                self.settings.remember_server(&a);
+                let _ = self.settings.save();
+            }
+        }
         s.after_tick(&mut self.audio, sample.buttons & crate::sim::player::BTN_FIRE != 0);
         match s.client.phase.clone() {
             Phase::Failed(why) => {
@@ -221,11 +236,14 @@ impl App {
 
     fn handle_pressed(&mut self, el: &ActiveEventLoop) {
         let pressed = self.input.take_pressed();
-        if let Some(a) = self.menu.rebinding {
+        if let Some((a, slot)) = self.menu.rebinding {
             if let Some(p) = pressed.iter().find(|p| *p != "Escape" && *p != "PadEast") {
-                self.settings.rebind(a, p);
+                // The slot is replaced; a key another action uses is not taken silently.
+                match self.settings.assign(a, slot, p) {
+                    Ok(()) => self.save_settings(),
+                    Err(other) => self.menu.conflict = Some((a, slot, p.clone(), other)),
+                }
                 self.menu.rebinding = None;
-                self.save_settings();
             } else if pressed.iter().any(|p| p == "Escape" || p == "PadEast") {
                 self.menu.rebinding = None;
             }
@@ -270,6 +288,7 @@ impl App {
             self.session.as_ref().is_none_or(|s| s.menu_open || s.client.own_state().is_some_and(|o| o.flags & 2 != 0));
         while let Some(ev) = g.next_event() {
             self.input.device = Device::Gamepad;
+            self.menu.pad_family = input::PadFamily::of(g.gamepad(ev.id).name());
             match ev.event {
                 gilrs::EventType::ButtonPressed(b, _) => {
                     self.input.press(input::pad_name(b));
@@ -315,12 +334,23 @@ impl App {
         }
     }
 
+    /// An action's first keyboard/mouse binding and first gamepad binding, as players
+    /// know them: "F / B".
+    fn keys_for(&self, a: Action) -> String {
+        let v = self.settings.bindings.get(&a).cloned().unwrap_or_default();
+        let name = |k: &String| input::display_name(k, self.menu.pad_family);
+        let kb = v.iter().find(|k| !k.starts_with("Pad")).map(name);
+        let pad = v.iter().find(|k| k.starts_with("Pad")).map(name);
+        match (kb, pad) {
+            (Some(k), Some(p)) => format!("{k} / {p}"),
+            (Some(k), None) | (None, Some(k)) => k,
+            (None, None) => "(unbound)".into(),
+        }
+    }
+
     fn hint(&self) -> Option<String> {
         let s = self.session.as_ref()?;
-        let key = |a: Action| {
-            let k = self.settings.bindings.get(&a).and_then(|v| v.first()).cloned().unwrap_or_default();
-            k.strip_prefix("Key").map(str::to_string).unwrap_or(k)
-        };
+        let key = |a: Action| self.keys_for(a);
         let v = s.client.view.as_ref()?;
         Some(if v.dungeon.is_empty() {
             format!(
@@ -336,6 +366,7 @@ impl App {
 
     fn frame(&mut self, el: &ActiveEventLoop) {
         let hint = self.hint();
+        let leave_key = self.keys_for(Action::Escape);
         let Some(g) = self.gfx.as_mut() else { return };
         let mut raw = g.egui_state.take_egui_input(&g.window);
         raw.events.append(&mut self.pad_events);
@@ -350,15 +381,46 @@ impl App {
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
-        let hud = self.session.as_mut().map(|s| s.hud(Some(&cam), ppp, self.settings.show_net_overlay, hint));
+        let hud = self.session.as_mut().map(|s| {
+            let mut h = s.hud(Some(&cam), ppp, self.settings.show_net_overlay, hint);
+            h.leave_key = leave_key;
+            h
+        });
         let mut menu_action = None;
         let mut game_action = None;
         let mut hud_action = None;
+        let mut cancel_join = false;
         let full = self.egui.run_ui(raw, |ui| match (&mut self.session, &hud) {
             (Some(s), Some(h)) => {
-                hud_action = hud::draw(ui.ctx(), h);
-                if !s.client.is_joined() {
+                if s.client.is_joined() {
+                    hud_action = hud::draw(ui.ctx(), h);
+                } else {
+                    // No HUD until there is something to show: where, how long, a way out.
                     let progress = s.client.download_progress();
+                    let wait = s.client.join_wait_left_ms();
+                    let to = s.addr.clone().unwrap_or_else(|| "your game".into());
+                    egui::Area::new(egui::Id::unique("cancel_join"))
+                        .anchor(egui::Align2::CENTER_CENTER, egui::vec2(0.0, 90.0))
+                        .show(ui.ctx(), |ui| {
+                            ui.vertical_centered(|ui| {
+                                if let Some(ms) = wait {
+                                    ui.label(
+                                        egui::RichText::new(format!(
+                                            "{to} · giving up in {:.0} s",
+                                            (ms / 1000.0).ceil()
+                                        ))
+                                        .color(egui::Color32::from_gray(160)),
+                                    );
+                                }
+                                let b = ui.add(
+                                    egui::Button::new(egui::RichText::new("Cancel").size(20.0))
+                                        .min_size(egui::vec2(200.0, 40.0)),
+                                );
+                                if b.clicked() {
+                                    cancel_join = true;
+                                }
+                            });
+                        });
                     egui::Area::new(egui::Id::unique("connecting"))
                         .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
                         .show(ui.ctx(), |ui| match progress {
@@ -494,6 +556,14 @@ impl App {
                         }
                     }
                 }
+            }
+        }
+        if cancel_join {
+            let addr = self.session.as_ref().and_then(|s| s.addr.clone());
+            self.end_session(None);
+            if let Some(a) = addr {
+                self.menu.join_addr = a;
+                self.menu.go(menu::Page::Join);
             }
         }
         if let Some(s) = self.session.as_mut() {

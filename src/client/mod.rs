@@ -344,6 +344,16 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// Milliseconds before a join that hears nothing gives up (None once joined, or while
+    /// the content downloads, which has its own limits).
+    pub fn join_wait_left_ms(&self) -> Option<f64> {
+        if self.is_joined() || self.download.is_some() {
+            return None;
+        }
+        let started = self.started_ms?;
+        Some((JOIN_TIMEOUT_MS - (self.now_ms - self.heard_ms.unwrap_or(started))).max(0.0))
+    }
+
     /// The menu's "Disconnect": close the connection, exactly as a dropped one would.
     pub fn disconnect(&mut self) {
         self.net.disconnect(0);

@@ -14,6 +14,11 @@ pub use scene::{Camera, Sprite};
 
 const SHADER: &str = include_str!("../../../shaders/sprites.wgsl");
 
+/// What a player without a working graphics driver is told (the details follow).
+pub const NO_GPU_HINT: &str = "Hailfire could not find a graphics driver it can use. It needs Vulkan, \
+Metal, DirectX 12 or OpenGL ES 3: update your graphics driver (on Debian or Ubuntu: \
+sudo apt install mesa-vulkan-drivers). The dedicated server (hailfire --dedicated) needs none.";
+
 /// What the app needs from the GPU.
 pub struct Gpu {
     pub instance: wgpu::Instance,
@@ -37,7 +42,7 @@ impl Gpu {
             compatible_surface: surface,
             apply_limit_buckets: false,
         }))
-        .map_err(|e| anyhow!("no usable graphics adapter (Vulkan, Metal, DX12 or GL): {e}"))?;
+        .map_err(|e| anyhow!("{NO_GPU_HINT}\n\n(no usable graphics adapter: {e})"))?;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("hailfire"),
             required_limits: wgpu::Limits::downlevel_webgl2_defaults().using_resolution(adapter.limits()),
@@ -443,8 +448,9 @@ impl WindowGfx {
         use anyhow::anyhow;
         let window = std::sync::Arc::new(el.create_window(attrs)?);
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let surface =
-            instance.create_surface(window.clone()).map_err(|e| anyhow!("cannot draw into the window: {e}"))?;
+        let surface = instance
+            .create_surface(window.clone())
+            .map_err(|e| anyhow!("{NO_GPU_HINT}\n\n(cannot draw into the window: {e})"))?;
         let gpu = Gpu::with(instance, Some(&surface))?;
         let size = window.inner_size();
         let mut config = surface

@@ -38,6 +38,8 @@ pub struct HudState {
     pub notices: Vec<String>,
     /// The server's name and message of the day (in the hub).
     pub server_line: Option<String>,
+    /// The keys that leave after death ("F / B").
+    pub leave_key: String,
 }
 
 /// What the player asked for from the HUD.
@@ -199,14 +201,60 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
                     ready,
                     egui::Button::new(egui::RichText::new(label).size(20.0)).min_size(EVec2::new(220.0, 40.0)),
                 );
-                if ready {
-                    b.request_focus();
-                }
+                // Never focused: a focused button would be pressed by Space (fire) and would
+                // swallow the leave key. The leave key (F / B) works by itself.
                 if b.clicked() {
                     action = Some(HudAction::ReturnToHub);
+                }
+                if !hud.leave_key.is_empty() {
+                    ui.label(
+                        egui::RichText::new(format!("or hold {}", hud.leave_key))
+                            .size(16.0)
+                            .color(Color32::from_gray(200)),
+                    );
                 }
             });
         });
     }
     action
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(ctx: &egui::Context, hud: &HudState, events: Vec<egui::Event>) -> Option<HudAction> {
+        let raw = egui::RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, EVec2::new(1280.0, 720.0))),
+            events,
+            ..Default::default()
+        };
+        let mut action = None;
+        let mut out = ctx.run_ui(raw, |ui| action = draw(ui.ctx(), hud));
+        out.textures_delta.clear();
+        action
+    }
+
+    fn key(k: egui::Key, pressed: bool) -> egui::Event {
+        egui::Event::Key { key: k, physical_key: None, pressed, repeat: false, modifiers: Default::default() }
+    }
+
+    /// Holding fire (Space) on the death screen must not press "Return to hub": the
+    /// button never takes keyboard focus (the leave key works through the game's input).
+    #[test]
+    fn fire_does_not_press_return_to_hub_on_the_death_screen() {
+        let ctx = egui::Context::default();
+        let hud =
+            HudState { dead: true, lockout_left: 0.0, max_hp: 100, leave_key: "F / B".into(), ..Default::default() };
+        for _ in 0..3 {
+            assert_eq!(frame(&ctx, &hud, Vec::new()), None);
+        }
+        for _ in 0..3 {
+            let got = frame(&ctx, &hud, vec![key(egui::Key::Space, true), key(egui::Key::Space, false)]);
+            assert_eq!(got, None, "Space clicked the death screen's button");
+            let got = frame(&ctx, &hud, vec![key(egui::Key::Enter, true), key(egui::Key::Enter, false)]);
+            assert_eq!(got, None, "Enter clicked the death screen's button");
+        }
+        assert!(ctx.memory(|m| m.focused().is_none()), "nothing on the death screen holds the keyboard");
+    }
 }

@@ -26,8 +26,13 @@ pub struct MenuState {
     /// The last join failed on a changed server key: the address and the key it
     /// presented, to offer trusting exactly that key.
     pub key_changed_for: Option<(String, Option<[u8; 32]>)>,
-    /// Waiting for the next input to bind to this action.
-    pub rebinding: Option<Action>,
+    /// Waiting for the next input to bind to this slot of this action.
+    pub rebinding: Option<(Action, usize)>,
+    /// The input pressed for `rebinding` belongs to another action: (action, slot, input,
+    /// the action that has it), to ask "swap?".
+    pub conflict: Option<(Action, usize, String, Action)>,
+    /// How gamepad buttons are named (from the last pad seen).
+    pub pad_family: crate::app::input::PadFamily,
     /// A failure to show on top of the menu.
     pub error: Option<String>,
     /// Set when the page changes, so the first widget can take focus (gamepad).
@@ -163,11 +168,14 @@ pub fn main_menu(
                 Page::Join => {
                     ui.label(RichText::new("Join a friend").size(26.0));
                     ui.add_space(8.0);
+                    // Enter in the address or password field connects.
+                    let mut enter = false;
                     ui.horizontal(|ui| {
                         ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
                         ui.label("Address (host or host:port)");
                         let r = ui.add(egui::TextEdit::singleline(&mut st.join_addr).desired_width(200.0));
                         st.focus_first(&r);
+                        enter |= r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
                     });
                     ui.horizontal(|ui| {
                         ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
@@ -182,11 +190,14 @@ pub fn main_menu(
                     ui.horizontal(|ui| {
                         ui.add_space((ui.available_width() - 420.0).max(0.0) / 2.0);
                         ui.label("Password (if the server has one)");
-                        ui.add(egui::TextEdit::singleline(&mut st.join_password).password(true).desired_width(140.0));
+                        let r = ui.add(
+                            egui::TextEdit::singleline(&mut st.join_password).password(true).desired_width(140.0),
+                        );
+                        enter |= r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
                     });
                     ui.add_space(8.0);
                     let can = !st.join_addr.trim().is_empty() && !settings.name.trim().is_empty();
-                    if ui.add_enabled(can, big("Connect")).clicked() {
+                    if ui.add_enabled(can, big("Connect")).clicked() || (enter && can) {
                         action = Some(MenuAction::Join {
                             addr: st.join_addr.trim().to_string(),
                             password: st.join_password.clone(),
@@ -286,55 +297,104 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
     let mut changed = false;
     ui.label(RichText::new("Settings").size(26.0));
     egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
-        egui::Grid::new(egui::Id::unique("settings")).num_columns(2).spacing([24.0, 8.0]).show(ui, |ui| {
-            ui.label("Name");
-            let r = ui.add(egui::TextEdit::singleline(&mut s.name).char_limit(24));
-            st.focus_first(&r);
-            changed |= r.changed();
-            ui.end_row();
-            for (label, v) in [
-                ("Master volume", &mut s.master_volume),
-                ("Effects", &mut s.sfx_volume),
-                ("Music", &mut s.music_volume),
-            ] {
-                ui.label(label);
-                changed |= ui.add(egui::Slider::new(v, 0.0..=1.0).show_value(true)).changed();
-                ui.end_row();
-            }
-            ui.label("Fullscreen");
-            changed |= ui.checkbox(&mut s.fullscreen, "").changed();
-            ui.end_row();
-            ui.label("Vsync");
-            changed |= ui.checkbox(&mut s.vsync, "").changed();
-            ui.end_row();
-            ui.label("Network overlay");
-            changed |= ui.checkbox(&mut s.show_net_overlay, "").changed();
-            ui.end_row();
-            ui.label("Reload saved mods while hosting");
-            changed |= ui.checkbox(&mut s.watch_mods, "").changed();
-            ui.end_row();
-            ui.label("Host on UDP port");
-            changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
-            ui.end_row();
-            for a in Action::ALL {
-                ui.label(a.label());
-                ui.horizontal(|ui| {
-                    let keys = s.bindings.get(&a).map(|v| v.join(", ")).unwrap_or_default();
-                    let waiting = st.rebinding == Some(a);
-                    let text =
-                        if waiting { "press a key, button or pad button… (Esc cancels)".to_string() } else { keys };
-                    ui.label(RichText::new(text).monospace());
-                    if ui.button(if waiting { "Cancel" } else { "Rebind" }).clicked() {
-                        st.rebinding = if waiting { None } else { Some(a) };
+        // A centred column with a margin, not labels against the window's edge.
+        ui.horizontal(|ui| {
+            ui.add_space(((ui.available_width() - 860.0) / 2.0).max(24.0));
+            ui.vertical(|ui| {
+                egui::Grid::new(egui::Id::unique("settings")).num_columns(2).spacing([24.0, 8.0]).show(ui, |ui| {
+                    ui.label("Name");
+                    let r = ui.add(egui::TextEdit::singleline(&mut s.name).char_limit(24));
+                    st.focus_first(&r);
+                    changed |= r.changed();
+                    ui.end_row();
+                    for (label, v) in [
+                        ("Master volume", &mut s.master_volume),
+                        ("Effects", &mut s.sfx_volume),
+                        ("Music", &mut s.music_volume),
+                    ] {
+                        ui.label(label);
+                        changed |= ui.add(egui::Slider::new(v, 0.0..=1.0).show_value(true)).changed();
+                        ui.end_row();
+                    }
+                    ui.label("Fullscreen");
+                    changed |= ui.checkbox(&mut s.fullscreen, "").changed();
+                    ui.end_row();
+                    ui.label("Vsync");
+                    changed |= ui.checkbox(&mut s.vsync, "").changed();
+                    ui.end_row();
+                    ui.label("Show the network overlay");
+                    changed |= ui.checkbox(&mut s.show_net_overlay, "").changed();
+                    ui.end_row();
+                    ui.label("Reload saved mods while hosting");
+                    changed |= ui.checkbox(&mut s.watch_mods, "").changed();
+                    ui.end_row();
+                    ui.label("Host on UDP port");
+                    changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
+                    ui.end_row();
+                    ui.label(RichText::new("Controls").size(18.0));
+                    ui.label(
+                        RichText::new("Click a binding to replace it, + to add one, × to remove it.")
+                            .color(Color32::from_gray(150)),
+                    );
+                    ui.end_row();
+                    for a in Action::ALL {
+                        ui.label(a.label());
+                        ui.horizontal(|ui| {
+                            let keys = s.bindings.get(&a).cloned().unwrap_or_default();
+                            for slot in 0..=keys.len() {
+                                let waiting = st.rebinding == Some((a, slot));
+                                let text = match (waiting, keys.get(slot)) {
+                                    (true, _) => "press…".to_string(),
+                                    (false, Some(k)) => crate::app::input::display_name(k, st.pad_family),
+                                    (false, None) => "+".to_string(),
+                                };
+                                let b = ui.add(egui::Button::new(RichText::new(text).monospace()).selected(waiting));
+                                if b.clicked() {
+                                    st.rebinding = if waiting { None } else { Some((a, slot)) };
+                                    st.conflict = None;
+                                }
+                                if slot < keys.len()
+                                    && !waiting
+                                    && ui.small_button("×").on_hover_text("Remove").clicked()
+                                {
+                                    s.clear_slot(a, slot);
+                                    changed = true;
+                                }
+                            }
+                            if st.rebinding.is_some_and(|(r, _)| r == a) {
+                                ui.label(RichText::new("Esc cancels").color(Color32::from_gray(150)));
+                            }
+                        });
+                        ui.end_row();
                     }
                 });
-                ui.end_row();
-            }
+                if let Some((a, slot, input, other)) = st.conflict.clone() {
+                    ui.horizontal(|ui| {
+                        ui.label(
+                            RichText::new(format!(
+                                "{} is used by {}: swap?",
+                                crate::app::input::display_name(&input, st.pad_family),
+                                other.label()
+                            ))
+                            .color(Color32::from_rgb(255, 210, 140)),
+                        );
+                        if ui.button("Swap").clicked() {
+                            s.assign_swapping(a, slot, &input);
+                            st.conflict = None;
+                            changed = true;
+                        }
+                        if ui.button("Cancel").clicked() {
+                            st.conflict = None;
+                        }
+                    });
+                }
+                if ui.button("Reset controls to the defaults").clicked() {
+                    s.reset_controls();
+                    st.conflict = None;
+                    changed = true;
+                }
+            });
         });
-        if ui.button("Restore default bindings").clicked() {
-            s.bindings = crate::app::settings::default_bindings();
-            changed = true;
-        }
     });
     changed
 }
