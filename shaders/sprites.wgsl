@@ -10,7 +10,8 @@ struct Camera {
     // Screen pixels per world pixel.
     scale: f32,
     time: f32,
-    _pad: vec2<f32>,
+    // The arena's size in world pixels (bullets are clipped to it).
+    arena: vec2<f32>,
 };
 
 @group(0) @binding(0) var<uniform> cam: Camera;
@@ -21,7 +22,9 @@ struct In {
     @location(1) size: vec2<f32>,
     @location(2) dir: vec2<f32>,
     @location(3) color: vec4<f32>,
-    // x: shape, y: glow (extra radius as a fraction of the size), z: core strength
+    // x: shape, y: glow (extra radius as a fraction of the size), z: core strength,
+    // w: bullets 1 = clip to the arena; enemies, bosses: white hit flash (0..1); ships:
+    // red hit flash (0..-1)
     @location(4) params: vec4<f32>,
 };
 
@@ -31,6 +34,7 @@ struct Out {
     @location(1) color: vec4<f32>,
     @location(2) params: vec4<f32>,
     @location(3) size: vec2<f32>,
+    @location(4) world: vec2<f32>,
 };
 
 @vertex
@@ -51,6 +55,7 @@ fn vs_main(v: In) -> Out {
     o.color = v.color;
     o.params = v.params;
     o.size = v.size;
+    o.world = world;
     return o;
 }
 
@@ -87,6 +92,11 @@ fn sd_triangle(p: vec2<f32>) -> f32 {
 @fragment
 fn fs_main(i: Out) -> @location(0) vec4<f32> {
     let shape = u32(i.params.x + 0.5);
+    // Bullets never show outside the arena's walls.
+    if (shape <= 4u && i.params.w > 0.5
+        && (i.world.x < 0.0 || i.world.y < 0.0 || i.world.x > cam.arena.x || i.world.y > cam.arena.y)) {
+        discard;
+    }
     let glow = i.params.y;
     let core = i.params.z;
     let p = i.local;
@@ -135,6 +145,11 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
     } else if (shape == 5u) {
         let rim = smoothstep(-0.18, -0.04, d);
         rgb = mix(rgb, vec3(1.0, 1.0, 1.0), rim * 0.6);
+    }
+    if (shape >= 5u && i.params.w != 0.0) {
+        // Hit flash for a moment: enemies and bosses go white (w > 0), ships red (w < 0).
+        let to = select(vec3(1.0, 1.0, 1.0), vec3(1.0, 0.12, 0.12), i.params.w < 0.0);
+        rgb = mix(rgb, to, clamp(abs(i.params.w), 0.0, 1.0) * 0.85);
     }
     if (glow > 0.0 && d > 0.0) {
         // Soft halo that reaches zero before the quad's edge (no visible square).

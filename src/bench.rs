@@ -541,6 +541,8 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         boss_radius: &[],
         portals: &[],
         portal_radius: 28.0,
+        flashes: &[],
+        bursts: &[],
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

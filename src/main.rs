@@ -218,7 +218,7 @@ enum Command {
     },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
-        /// bullets, boss_hud or death.
+        /// bullets, boss_hud, death or hit.
         #[arg(long)]
         scene: String,
         #[arg(long)]

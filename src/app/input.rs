@@ -197,6 +197,9 @@ pub struct InputState {
     held: HashSet<String>,
     /// Inputs pressed since the last `take_pressed`.
     pressed: Vec<String>,
+    /// Inputs pressed since the last `sample`: a tap shorter than a tick (pressed and
+    /// released between two samples) still counts for the next tick.
+    tapped: HashSet<String>,
     /// Cursor in physical pixels.
     pub cursor: Vec2,
     pub left_stick: Vec2,
@@ -210,6 +213,7 @@ pub struct InputState {
 impl InputState {
     pub fn press(&mut self, name: String) {
         if self.held.insert(name.clone()) {
+            self.tapped.insert(name.clone());
             self.pressed.push(name);
         }
     }
@@ -258,15 +262,19 @@ impl InputState {
         };
         self.last_aim = aim;
         let mut buttons = 0;
-        if self.held(s, Action::Fire) {
+        let on = |a: Action| {
+            self.held(s, a) || s.bindings.get(&a).is_some_and(|v| v.iter().any(|i| self.tapped.contains(i)))
+        };
+        if on(Action::Fire) {
             buttons |= BTN_FIRE;
         }
-        if self.held(s, Action::Interact) {
+        if on(Action::Interact) {
             buttons |= BTN_INTERACT;
         }
-        if self.held(s, Action::Escape) || self.synthetic_escape {
+        if on(Action::Escape) || self.synthetic_escape {
             buttons |= BTN_ESCAPE;
         }
+        self.tapped.clear();
         InputSample { mv, aim, buttons }
     }
 }
@@ -299,6 +307,16 @@ mod tests {
         let x = i.sample(&s, None);
         assert_eq!(x.mv, Vec2::ZERO, "a key moved to another action no longer moves");
         assert_eq!(x.buttons & BTN_INTERACT, BTN_INTERACT);
+    }
+
+    #[test]
+    fn a_tap_shorter_than_a_tick_still_counts_once() {
+        let s = Settings::default();
+        let mut i = InputState::default();
+        i.press("KeyE".into());
+        i.release("KeyE");
+        assert_eq!(i.sample(&s, None).buttons & BTN_INTERACT, BTN_INTERACT, "the tap reaches the next tick");
+        assert_eq!(i.sample(&s, None).buttons & BTN_INTERACT, 0, "and only that one");
     }
 
     #[test]

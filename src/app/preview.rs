@@ -40,6 +40,8 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
         boss_radius: &boss_r,
         portals: &[],
         portal_radius: looks.hub.portal_radius,
+        flashes: &[],
+        bursts: &[],
     };
     out.clear();
     scene::build(&view, &palette, out);
@@ -85,6 +87,8 @@ pub fn hud_state(p: &Preview) -> HudState {
         notices: Vec::new(),
         server_line: None,
         leave_key: String::new(),
+        interact_key: String::new(),
+        name_tags: Vec::new(),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
-pub const SCENES: [&str; 3] = ["bullets", "boss_hud", "death"];
+pub const SCENES: [&str; 4] = ["bullets", "boss_hud", "death", "hit"];
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
@@ -156,6 +156,8 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         notices: if dead { Vec::new() } else { vec!["[server] the server restarts in 5 minutes".into()] },
         server_line: None,
         leave_key: "F / B".into(),
+        interact_key: "E / A".into(),
+        name_tags: Vec::new(),
     };
     Fixture {
         arena: i.arena,
@@ -178,13 +180,23 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     let f = match name {
         "bullets" => bullet_field(content),
         "boss_hud" => boss_fight(content, false),
-        "death" => boss_fight(content, true),
+        "death" | "hit" => boss_fight(content, name == "death"),
         other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
     };
     let looks = crate::sim::ClientDefs::from_defs(&content.defs);
     let palette = scene::Palette::new(&looks);
     let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
     let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
+    // "hit": the own ship and the boss flashing, and an enemy dying beside the boss.
+    let (flashes, bursts) = if name == "hit" {
+        let at = f.boss.map_or(f.arena * 0.5, |b| b.pos + Vec2::new(-90.0, 40.0));
+        (
+            vec![(crate::protocol::WireTarget::Player(1), 0.9), (crate::protocol::WireTarget::Boss, 0.7)],
+            vec![scene::DeathBurst { pos: at, color: [0.9, 0.35, 0.35, 1.0], size: 14.0, age: 0.35 }],
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let view = scene::WorldView {
         arena: f.arena,
         bullets: &f.bullets,
@@ -199,6 +211,8 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         boss_radius: &boss_r,
         portals: &[],
         portal_radius: looks.hub.portal_radius,
+        flashes: &flashes,
+        bursts: &bursts,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

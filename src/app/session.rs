@@ -44,6 +44,9 @@ pub struct Session {
     /// client had received when last looked at.
     notices: Vec<(String, Instant)>,
     notices_seen: u64,
+    /// Hit flashes (who, when) and death bursts (what, when) being drawn.
+    flashes: Vec<(WireTarget, Instant)>,
+    bursts: Vec<(crate::app::render::scene::DeathBurst, Instant)>,
 }
 
 /// How long a server notice stays on screen.
@@ -94,6 +97,8 @@ impl Session {
             palette: None,
             notices: Vec::new(),
             notices_seen: 0,
+            flashes: Vec::new(),
+            bursts: Vec::new(),
         }
     }
 
@@ -161,6 +166,37 @@ impl Session {
         Ok(s)
     }
 
+    /// Where and how big something that just died was, in its colour.
+    fn burst_for(&self, target: WireTarget) -> Option<crate::app::render::scene::DeathBurst> {
+        let snap = self.client.view.as_ref()?.latest()?;
+        let defs = self.client.defs()?;
+        let palette = self.palette.as_ref().map(|(_, p)| p);
+        let (pos, size, color) = match target {
+            WireTarget::Enemy(id) => {
+                let e = snap.enemies.iter().find(|e| e.id == id)?;
+                let r = defs.enemies.get(e.def as usize).map_or(14.0, |d| d.radius);
+                (e.pos, r, palette.and_then(|p| p.enemies.get(e.def as usize).copied()))
+            }
+            WireTarget::Boss => {
+                let b = snap.boss?;
+                let r = defs.bosses.get(b.def as usize).map_or(32.0, |d| d.radius);
+                (b.pos, r, palette.and_then(|p| p.bosses.get(b.def as usize).copied()))
+            }
+            WireTarget::Player(id) => {
+                let p = snap.players.iter().find(|p| p.id == id)?;
+                let own = Some(id) == self.client.player_id;
+                let pos = if own { self.client.pred.unwrap_or(p.pos) } else { p.pos };
+                (pos, 12.0, Some(crate::app::render::scene::player_color(id, own)))
+            }
+        };
+        Some(crate::app::render::scene::DeathBurst {
+            pos,
+            color: color.unwrap_or([1.0, 0.6, 0.4, 1.0]),
+            size,
+            age: 0.0,
+        })
+    }
+
     /// Builds the palette of the session's content when that content changes.
     fn refresh_palette(&mut self) {
         if let Some(c) = self.client.content.as_ref() {
@@ -177,7 +213,22 @@ impl Session {
     /// After a client tick: sounds, death timing, the return-to-hub hold.
     pub fn after_tick(&mut self, audio: &mut Audio, firing: bool) {
         let own_id = self.client.player_id;
-        for e in self.client.events.drain(..) {
+        let events: Vec<ClientEvent> = self.client.events.drain(..).collect();
+        for e in &events {
+            match e {
+                ClientEvent::Hit { target } => {
+                    self.flashes.retain(|(t, _)| t != target);
+                    self.flashes.push((*target, Instant::now()));
+                }
+                ClientEvent::Death { target } => {
+                    if let Some(b) = self.burst_for(*target) {
+                        self.bursts.push((b, Instant::now()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for e in events {
             match e {
                 ClientEvent::Entered { dungeon } => {
                     audio.play("portal");
@@ -194,7 +245,20 @@ impl Session {
                 ClientEvent::Hit { .. } => {}
                 ClientEvent::Death { target: WireTarget::Player(p) } if Some(p) == own_id => audio.play("death"),
                 ClientEvent::Death { .. } => audio.play("enemy"),
-                ClientEvent::Phase { .. } => audio.play("phase"),
+                ClientEvent::Phase { phase } => {
+                    audio.play("phase");
+                    // The new phase, by name, across the screen.
+                    let name = self.client.view.as_ref().and_then(|v| v.latest()).and_then(|s| s.boss).and_then(|b| {
+                        self.client.defs()?.bosses.get(b.def as usize)?.phases.get(phase as usize).cloned()
+                    });
+                    self.banner = Some((
+                        match name {
+                            Some(n) => format!("Phase {}: {n}", phase as usize + 1),
+                            None => format!("Phase {}", phase as usize + 1),
+                        },
+                        Instant::now(),
+                    ));
+                }
                 ClientEvent::Cleared => {
                     audio.play("cleared");
                     self.banner = Some(("Dungeon cleared!".into(), Instant::now()));
@@ -251,6 +315,19 @@ impl Session {
         } else {
             Vec::new()
         };
+        use crate::app::render::scene::{BURST_SECONDS, FLASH_SECONDS};
+        self.flashes.retain(|(_, t)| t.elapsed().as_secs_f32() < FLASH_SECONDS);
+        self.bursts.retain(|(_, t)| t.elapsed().as_secs_f32() < BURST_SECONDS);
+        let flashes: Vec<(WireTarget, f32)> =
+            self.flashes.iter().map(|(w, t)| (*w, 1.0 - t.elapsed().as_secs_f32() / FLASH_SECONDS)).collect();
+        let bursts: Vec<crate::app::render::scene::DeathBurst> = self
+            .bursts
+            .iter()
+            .map(|(b, t)| crate::app::render::scene::DeathBurst {
+                age: t.elapsed().as_secs_f32() / BURST_SECONDS,
+                ..*b
+            })
+            .collect();
         let view = WorldView {
             arena: v.arena,
             bullets: &v.replica.pool,
@@ -265,6 +342,8 @@ impl Session {
             boss_radius: &boss_r,
             portals: &portals,
             portal_radius: defs.hub.portal_radius,
+            flashes: &flashes,
+            bursts: &bursts,
         };
         scene::build(&view, palette, out);
         Some(Camera::fit(v.arena, screen, time))
@@ -306,13 +385,30 @@ impl Session {
                     .collect()
             })
             .unwrap_or_default();
+        let me = c.pred;
         let portals = match (v, cam) {
             (Some(v), Some(cam)) if v.dungeon.is_empty() => defs
                 .portals()
                 .into_iter()
                 .map(|(d, p)| {
-                    let s = cam.world_to_screen(Vec2::new(p[0], p[1])) * (1.0 / ppp);
-                    (defs.place_name(&d), egui::pos2(s.x, s.y))
+                    let at = Vec2::new(p[0], p[1]);
+                    let s = cam.world_to_screen(at) * (1.0 / ppp);
+                    let near = me.is_some_and(|m| m.distance(at) <= defs.hub.portal_radius);
+                    (defs.place_name(&d), egui::pos2(s.x, s.y), near)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        // Names over the other players' ships.
+        let name_tags = match (v, cam, snap) {
+            (Some(v), Some(cam), Some(s)) => s
+                .players
+                .iter()
+                .filter(|p| Some(p.id) != c.player_id)
+                .filter_map(|p| {
+                    let name = v.roster.iter().find(|(id, _)| *id == p.id)?.1.clone();
+                    let sp = cam.world_to_screen(p.pos) * (1.0 / ppp);
+                    Some((name, egui::pos2(sp.x, sp.y)))
                 })
                 .collect(),
             _ => Vec::new(),
@@ -363,6 +459,8 @@ impl Session {
                 }
             }),
             leave_key: String::new(),
+            interact_key: String::new(),
+            name_tags,
         }
     }
 

@@ -354,19 +354,20 @@ impl App {
         let v = s.client.view.as_ref()?;
         Some(if v.dungeon.is_empty() {
             format!(
-                "Walk into a portal and press {} · {} menu · {} network",
+                "Walk into a portal and press {} · menu: {} · network overlay: {}",
                 key(Action::Interact),
                 key(Action::Menu),
                 key(Action::NetOverlay)
             )
         } else {
-            format!("Hold {} to escape to the hub (1 s) · {} menu", key(Action::Escape), key(Action::Menu))
+            format!("Hold {} to escape to the hub (1 s) · menu: {}", key(Action::Escape), key(Action::Menu))
         })
     }
 
     fn frame(&mut self, el: &ActiveEventLoop) {
         let hint = self.hint();
         let leave_key = self.keys_for(Action::Escape);
+        let interact_key = self.keys_for(Action::Interact);
         let Some(g) = self.gfx.as_mut() else { return };
         let mut raw = g.egui_state.take_egui_input(&g.window);
         raw.events.append(&mut self.pad_events);
@@ -384,6 +385,7 @@ impl App {
         let hud = self.session.as_mut().map(|s| {
             let mut h = s.hud(Some(&cam), ppp, self.settings.show_net_overlay, hint);
             h.leave_key = leave_key;
+            h.interact_key = interact_key;
             h
         });
         let mut menu_action = None;

@@ -65,7 +65,7 @@ struct CameraUniform {
     origin: [f32; 2],
     scale: f32,
     time: f32,
-    _pad: [f32; 2],
+    arena: [f32; 2],
 }
 
 /// The instanced sprite pipeline.
@@ -170,7 +170,7 @@ impl SpriteRenderer {
             origin: [cam.origin.x, cam.origin.y],
             scale: cam.scale,
             time: cam.time,
-            _pad: [0.0; 2],
+            arena: [cam.arena.x, cam.arena.y],
         };
         queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&u));
         if sprites.len() > self.capacity {

@@ -18,7 +18,8 @@ pub struct Sprite {
     pub dir: [f32; 2],
     /// Linear RGBA.
     pub color: [f32; 4],
-    /// shape, glow, core, unused.
+    /// shape, glow, core, and a fourth by shape: bullets 1 = clipped to the arena;
+    /// enemies and bosses the white hit flash (0..1), ships the red one (0..-1).
     pub params: [f32; 4],
 }
 
@@ -41,6 +42,8 @@ pub struct Camera {
     pub origin: Vec2,
     pub scale: f32,
     pub time: f32,
+    /// The arena's size: bullets are clipped to it.
+    pub arena: Vec2,
 }
 
 impl Camera {
@@ -50,7 +53,7 @@ impl Camera {
         let margin = 48.0;
         let scale = (w / (arena.x + margin * 2.0)).min(h / (arena.y + margin * 2.0));
         let origin = Vec2::new(arena.x / 2.0 - w / scale / 2.0, arena.y / 2.0 - h / scale / 2.0);
-        Camera { origin, scale, time }
+        Camera { origin, scale, time, arena }
     }
 
     pub fn world_to_screen(&self, p: Vec2) -> Vec2 {
@@ -122,6 +125,29 @@ pub struct WorldView<'a> {
     /// Hub portals: name and position.
     pub portals: &'a [(String, Vec2)],
     pub portal_radius: f32,
+    /// Who was hit lately, and how much white to flash them with (0..1).
+    pub flashes: &'a [(crate::protocol::WireTarget, f32)],
+    /// Death bursts in progress.
+    pub bursts: &'a [DeathBurst],
+}
+
+/// A short burst where something died (drawn by the client only; no gameplay).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeathBurst {
+    pub pos: Vec2,
+    pub color: [f32; 4],
+    /// Size of what died, px.
+    pub size: f32,
+    /// 0 at the death, 1 when the burst is gone.
+    pub age: f32,
+}
+
+/// How long a death burst lasts, and a hit flash, in seconds.
+pub const BURST_SECONDS: f32 = 0.6;
+pub const FLASH_SECONDS: f32 = 0.12;
+
+fn flash_of(view: &WorldView, t: crate::protocol::WireTarget) -> f32 {
+    view.flashes.iter().find(|(w, _)| *w == t).map_or(0.0, |(_, f)| *f)
 }
 
 /// Builds the frame's sprites into `out` (cleared first). Bullets go last so they are on
@@ -160,11 +186,17 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             let color = colors.get(def as usize).copied().unwrap_or(fallback.1);
             Sprite { pos: [pos.x, pos.y], size: [r, r], color, params: [shape, glow, 0.0, 0.0], ..Default::default() }
         };
+    use crate::protocol::WireTarget;
     for e in view.enemies {
-        out.push(body(e.pos, e.def, view.enemy_radius, &palette.enemies, (14.0, [0.8, 0.2, 0.2, 1.0]), SH_ENEMY, 0.15));
+        let mut s =
+            body(e.pos, e.def, view.enemy_radius, &palette.enemies, (14.0, [0.8, 0.2, 0.2, 1.0]), SH_ENEMY, 0.15);
+        s.params[3] = flash_of(view, WireTarget::Enemy(e.id));
+        out.push(s);
     }
     if let Some(b) = view.boss {
-        out.push(body(b.pos, b.def, view.boss_radius, &palette.bosses, (32.0, [0.7, 0.3, 1.0, 1.0]), SH_BOSS, 0.3));
+        let mut s = body(b.pos, b.def, view.boss_radius, &palette.bosses, (32.0, [0.7, 0.3, 1.0, 1.0]), SH_BOSS, 0.3);
+        s.params[3] = flash_of(view, WireTarget::Boss);
+        out.push(s);
     }
     for p in view.players {
         let own = Some(p.id) == view.own_id;
@@ -183,7 +215,7 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             size: [r, r],
             dir: [aim.cos(), aim.sin()],
             color: c,
-            params: [SH_SHIP, 0.2, 0.0, 0.0],
+            params: [SH_SHIP, 0.2, 0.0, -flash_of(view, WireTarget::Player(p.id))],
         });
         // The hitbox dot: what actually gets hit is much smaller than the ship.
         let hb = crate::sim::config::PLAYER_HITBOX_RADIUS;
@@ -204,6 +236,32 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             });
         }
     }
+    // Death bursts: an expanding ring and sparks flying out, fading.
+    for d in view.bursts {
+        let fade = (1.0 - d.age).clamp(0.0, 1.0);
+        let mut c = d.color;
+        c[3] *= fade;
+        let r = d.size * (0.6 + 1.8 * d.age);
+        out.push(Sprite {
+            pos: [d.pos.x, d.pos.y],
+            size: [r, r],
+            color: c,
+            params: [SH_RING, 0.3, 0.0, 0.0],
+            ..Default::default()
+        });
+        for k in 0..10 {
+            let a = k as f32 * std::f32::consts::TAU / 10.0 + d.size;
+            let out_r = d.size * (0.5 + 2.6 * d.age);
+            let sr = (d.size * 0.16).max(2.0) * fade;
+            out.push(Sprite {
+                pos: [d.pos.x + a.cos() * out_r, d.pos.y + a.sin() * out_r],
+                size: [sr, sr],
+                color: [1.0, 0.95, 0.85, fade],
+                params: [SH_ORB, 0.5, 1.0, 0.0],
+                ..Default::default()
+            });
+        }
+    }
     let b = view.bullets;
     let t = view.alpha;
     for pass in [Team::Player, Team::Enemy] {
@@ -212,15 +270,25 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 continue;
             }
             let (vx, vy) = (b.vx[i], b.vy[i]);
-            let (color, shape) =
+            let (mut color, shape) =
                 palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
-            let r = b.radius[i];
+            let mut r = b.radius[i];
+            let mut glow = 0.6;
+            if pass == Team::Player {
+                // Players' shots: larger and brighter than their hitbox, so they read
+                // against any pattern (enemy bullets still draw over them).
+                r *= 1.5;
+                glow = 0.35;
+                for ch in color.iter_mut().take(3) {
+                    *ch = *ch * 0.6 + 0.4;
+                }
+            }
             out.push(Sprite {
                 pos: [b.x[i] + vx * t, b.y[i] + vy * t],
                 size: [r, r],
                 dir: [vx, vy],
                 color,
-                params: [shape, if pass == Team::Enemy { 0.6 } else { 0.2 }, 0.85, 0.0],
+                params: [shape, glow, 0.85, 1.0],
             });
         }
     }

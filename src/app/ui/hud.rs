@@ -30,16 +30,19 @@ pub struct HudState {
     /// Name, is it us, alive.
     pub roster: Vec<(String, bool, bool)>,
     pub net: Option<NetOverlay>,
-    /// Portal labels in screen points.
-    pub portals: Vec<(String, Pos2)>,
+    /// Portal labels in screen points, and whether the player stands in that portal.
+    pub portals: Vec<(String, Pos2, bool)>,
+    /// Other players' names, over their ships (screen points).
+    pub name_tags: Vec<(String, Pos2)>,
     pub banner: Option<String>,
     pub hint: Option<String>,
     /// What the server said lately (operator's `say`, answers to admin commands).
     pub notices: Vec<String>,
     /// The server's name and message of the day (in the hub).
     pub server_line: Option<String>,
-    /// The keys that leave after death ("F / B").
+    /// The keys that leave after death ("F / B") and that enter a portal ("E / A").
     pub leave_key: String,
+    pub interact_key: String,
 }
 
 /// What the player asked for from the HUD.
@@ -61,9 +64,25 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let screen = ctx.content_rect();
     let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("hud")));
     let text = Color32::from_rgb(225, 230, 245);
-    // Portal names.
-    for (name, at) in &hud.portals {
+    // Portal names; standing in one, what to press to enter.
+    for (name, at, near) in &hud.portals {
         p.text(*at + EVec2::new(0.0, -40.0), Align2::CENTER_BOTTOM, name, FontId::proportional(16.0), text);
+        if *near && !hud.interact_key.is_empty() {
+            let prompt = format!("{}: enter {name}", hud.interact_key);
+            let g = p.layout_no_wrap(prompt, FontId::proportional(17.0), Color32::from_rgb(255, 240, 170));
+            let r = Rect::from_center_size(*at + EVec2::new(0.0, 48.0), g.size() + EVec2::new(14.0, 8.0));
+            p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 190));
+            p.galley(r.min + EVec2::new(7.0, 4.0), g, Color32::WHITE);
+        }
+    }
+    for (name, at) in &hud.name_tags {
+        p.text(
+            *at + EVec2::new(0.0, -18.0),
+            Align2::CENTER_BOTTOM,
+            name,
+            FontId::proportional(13.0),
+            Color32::from_gray(215),
+        );
     }
     // Own HP, bottom left.
     let hp_rect = Rect::from_min_size(Pos2::new(16.0, screen.bottom() - 40.0), EVec2::new(260.0, 22.0));
