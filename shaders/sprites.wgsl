@@ -10,7 +10,7 @@ struct Camera {
     // Screen pixels per world pixel.
     scale: f32,
     time: f32,
-    // The arena's size in world pixels (bullets are clipped to it).
+    // The arena's size in world pixels (bullets are clipped to it by a scissor rectangle).
     arena: vec2<f32>,
 };
 
@@ -23,7 +23,7 @@ struct In {
     @location(2) dir: vec2<f32>,
     @location(3) color: vec4<f32>,
     // x: shape, y: glow (extra radius as a fraction of the size), z: core strength,
-    // w: bullets 1 = clip to the arena; enemies, bosses: white hit flash (0..1); ships:
+    // w: bullets 1 = clipped to the arena (the renderer's scissor, not this shader); enemies, bosses: white hit flash (0..1); ships:
     // red hit flash (0..-1)
     @location(4) params: vec4<f32>,
 };
@@ -34,7 +34,6 @@ struct Out {
     @location(1) color: vec4<f32>,
     @location(2) params: vec4<f32>,
     @location(3) size: vec2<f32>,
-    @location(4) world: vec2<f32>,
 };
 
 @vertex
@@ -55,7 +54,6 @@ fn vs_main(v: In) -> Out {
     o.color = v.color;
     o.params = v.params;
     o.size = v.size;
-    o.world = world;
     return o;
 }
 
@@ -92,11 +90,6 @@ fn sd_triangle(p: vec2<f32>) -> f32 {
 @fragment
 fn fs_main(i: Out) -> @location(0) vec4<f32> {
     let shape = u32(i.params.x + 0.5);
-    // Bullets never show outside the arena's walls.
-    if (shape <= 4u && i.params.w > 0.5
-        && (i.world.x < 0.0 || i.world.y < 0.0 || i.world.x > cam.arena.x || i.world.y > cam.arena.y)) {
-        discard;
-    }
     let glow = i.params.y;
     let core = i.params.z;
     let p = i.local;

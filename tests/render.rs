@@ -116,3 +116,47 @@ fn preview_renders_a_boss_this_repository_has_never_seen_headless() {
     assert!(err.contains("fresh_boss_rings.lua:"), "the error names the file and line: {err}");
     assert!(!broken.exists());
 }
+
+#[test]
+fn bullets_are_clipped_to_the_arena_and_nothing_else_is() {
+    use hailfire::app::render::scene::{SH_ENEMY, SH_ORB};
+    use hailfire::app::render::{render_to_rgba, Camera, Renderer, Sprite};
+    use hailfire::sim::Vec2;
+    let gpu = Gpu::headless().expect("a GPU adapter: install mesa-vulkan-drivers (lavapipe) to run this test");
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    let arena = Vec2::new(400.0, 200.0);
+    let size = (640, 360);
+    let cam = Camera::fit(arena, size, 0.0);
+    let white = [1.0, 1.0, 1.0, 1.0];
+    // A big bullet straddling the left wall, and an enemy straddling the right one (enemies
+    // are not clipped: they stand on its walls), flashing from a hit (its fourth parameter is
+    // the flash, not the clip flag).
+    let sprites = [
+        Sprite {
+            pos: [400.0, 100.0],
+            size: [30.0, 30.0],
+            color: white,
+            params: [SH_ENEMY, 0.0, 0.0, 1.0],
+            ..Default::default()
+        },
+        Sprite {
+            pos: [0.0, 100.0],
+            size: [30.0, 30.0],
+            color: white,
+            params: [SH_ORB, 0.0, 1.0, 1.0],
+            ..Default::default()
+        },
+    ];
+    let rgba = render_to_rgba(&gpu, &mut renderer, size, &cam, &sprites, None).unwrap();
+    let lit = |w: Vec2| {
+        let s = cam.world_to_screen(w);
+        let i = (s.y as usize * size.0 as usize + s.x as usize) * 4;
+        rgba[i] as u32 + rgba[i + 1] as u32 + rgba[i + 2] as u32 > 150
+    };
+    assert!(lit(Vec2::new(10.0, 100.0)), "the bullet inside the arena is drawn");
+    assert!(!lit(Vec2::new(-10.0, 100.0)), "the bullet outside the arena is not drawn");
+    assert!(
+        lit(Vec2::new(390.0, 100.0)) && lit(Vec2::new(410.0, 100.0)),
+        "the enemy is drawn on both sides of the wall"
+    );
+}

@@ -185,9 +185,21 @@ pub fn run(opts: &SoakOptions) -> anyhow::Result<()> {
     let bad = opts.bad.min(opts.bots);
     let churn = opts.churn.min(opts.bots - bad);
     let clean = opts.bots - bad - churn;
+    let start = Instant::now();
     let mut long_lived = Vec::new();
-    if clean > 0 {
-        long_lived.push(bot(clean, total_s, "clean", "soak")?);
+    // In processes of at most 8 bots, 2 s apart: players do not all arrive in the same
+    // second, and one address may start only so many handshakes a second (32 bots from one
+    // process at once: 4 did not get in within the 8 s join timeout).
+    let mut left = clean;
+    let mut group = 0;
+    while left > 0 {
+        let n = left.min(8);
+        if group > 0 {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        long_lived.push(bot(n, total_s - 2.0 * group as f64, "clean", &format!("soak{}", group + 1))?);
+        left -= n;
+        group += 1;
     }
     if bad > 0 {
         long_lived.push(bot(bad, total_s, "bad", "soakbad")?);
@@ -212,7 +224,6 @@ pub fn run(opts: &SoakOptions) -> anyhow::Result<()> {
         "bullets",
         "traffic out/in"
     );
-    let start = Instant::now();
     let me = std::process::id();
     let (mut first_rss, mut last_rss) = (None, 0u64);
     while start.elapsed().as_secs_f64() < total_s {

@@ -62,7 +62,8 @@ fn bar(p: &egui::Painter, rect: Rect, frac: f32, fill: Color32) {
 pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let mut action = None;
     let screen = ctx.content_rect();
-    let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("hud")));
+    // Under every window and area (the pause menu, the death screen's button), over the world.
+    let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::unique("hud")));
     let text = Color32::from_rgb(225, 230, 245);
     // Portal names; standing in one, what to press to enter.
     for (name, at, near) in &hud.portals {
