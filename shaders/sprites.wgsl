@@ -12,6 +12,8 @@ struct Camera {
     time: f32,
     // The arena's size in world pixels (bullets are clipped to it by a scissor rectangle).
     arena: vec2<f32>,
+    // x: how strongly enemy bullets are outlined (accessibility), 0..1.
+    style: vec4<f32>,
 };
 
 @group(0) @binding(0) var<uniform> cam: Camera;
@@ -23,7 +25,8 @@ struct In {
     @location(2) dir: vec2<f32>,
     @location(3) color: vec4<f32>,
     // x: shape, y: glow (extra radius as a fraction of the size), z: core strength,
-    // w: bullets 1 = clipped to the arena (the renderer's scissor, not this shader); enemies, bosses: white hit flash (0..1); ships:
+    // w: bullets are clipped to the arena (by the renderer's scissor), 1 enemy bullets,
+    // 2 players' shots; enemies, bosses: white hit flash (0..1); ships:
     // red hit flash (0..-1)
     @location(4) params: vec4<f32>,
 };
@@ -126,6 +129,11 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         rgb = mix(rgb, vec3(1.0, 1.0, 1.0), core * inner * inner);
         let rim = smoothstep(-0.22, -0.05, d);
         rgb = mix(rgb, rgb * 0.35, rim * 0.8);
+        if (cam.style.x > 0.0 && i.params.w < 1.5) {
+            // Outline boost: a bright edge outside the dark rim, and no glow to blur it.
+            let edge = smoothstep(-0.12, -0.03, d);
+            rgb = mix(rgb, vec3(1.0, 1.0, 1.0), edge * cam.style.x);
+        }
     } else if (shape == 7u || shape == 11u) {
         let r = length(p);
         rgb = mix(rgb * 0.55, rgb, smoothstep(0.2, 0.85, r));

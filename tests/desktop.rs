@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use hailfire::app::audio::{synth_effect, synth_music, Audio};
-use hailfire::app::settings::{Action, Settings};
+use hailfire::app::settings::{Action, BulletColours, Section, Settings, WindowMode};
 
 #[test]
 fn settings_round_trip() {
@@ -22,7 +22,12 @@ fn settings_round_trip() {
     let mut s = Settings {
         name: "Ann".into(),
         music_volume: 0.25,
-        fullscreen: true,
+        window_mode: WindowMode::Fullscreen,
+        ui_scale: 1.25,
+        frame_cap: 30,
+        bullet_colours: BulletColours::ColourBlind,
+        bullet_outline: true,
+        screen_shake: false,
         disabled_mods: vec!["example_spiral".into()],
         ..Default::default()
     };
@@ -33,6 +38,32 @@ fn settings_round_trip() {
     assert!(warn.is_none());
     assert_eq!(back, s);
     assert!(!d.path().join("settings.toml.tmp").exists(), "the temp file was renamed into place");
+}
+
+#[test]
+fn an_older_settings_file_keeps_its_fullscreen_and_sections_reset_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("settings.toml");
+    // Written by an earlier version: fullscreen was a switch (borderless).
+    std::fs::write(&p, "name = \"Ann\"\nfullscreen = true\nui_scale = 40.0\n").unwrap();
+    let (mut s, warn) = Settings::load_from(&p);
+    assert!(warn.is_none(), "{warn:?}");
+    assert_eq!(s.window_mode, WindowMode::Borderless);
+    assert_eq!(s.ui_scale, 2.0, "clamped");
+    s.save_to(&p).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(!text.contains("fullscreen =") && text.contains("window_mode = \"borderless\""), "{text}");
+    // Resetting one section leaves the others alone.
+    s.screen_shake = false;
+    s.master_volume = 0.1;
+    s.rebind(Action::Fire, "KeyJ");
+    s.reset_section(Section::Accessibility);
+    assert!(s.screen_shake);
+    assert_eq!(s.master_volume, 0.1);
+    assert_eq!(s.bindings[&Action::Fire][0], "KeyJ");
+    s.reset_section(Section::Video);
+    assert_eq!(s.window_mode, WindowMode::Windowed);
+    assert_eq!(s.name, "Ann");
 }
 
 #[test]
@@ -394,4 +425,67 @@ fn window_preview_reloads_a_saved_pattern_and_draws_it() {
     let ((w, h), rgba) = hailfire::app::render::read_png(&shot).unwrap();
     let bright = rgba.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 450).count();
     assert!(bright > 1000, "the frame shows the fight and the panel ({bright} bright px of {w}x{h})");
+}
+
+/// One menu frame with these gamepad buttons pressed, through the same translation the
+/// game uses (`input::pad_menu_events`).
+fn pad_frame(ctx: &egui::Context, buttons: &[gilrs::Button], mut ui: impl FnMut(&mut egui::Ui)) {
+    let events = buttons.iter().flat_map(|b| hailfire::app::input::pad_menu_events(*b)).collect();
+    let raw = egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1280.0, 720.0))),
+        events,
+        ..Default::default()
+    };
+    ctx.run_ui(raw, &mut ui).textures_delta.clear();
+}
+
+#[test]
+fn the_menus_work_with_a_gamepad_alone() {
+    use gilrs::Button::{DPadDown, DPadRight, LeftTrigger, RightTrigger, South};
+    use hailfire::app::ui::menu::{game_menu, main_menu, GameMenuAction, MenuAction, MenuState, Page};
+    let content = hailfire::content::load(&[hailfire::content::ModRoot::Mod(hailfire::content::content_dir())]);
+    let ctx = egui::Context::default();
+    let mut st = MenuState::default();
+    st.go(Page::Main);
+    let mut s = Settings::default();
+    let actions = std::cell::RefCell::new(Vec::new());
+    // Each press is followed by a quiet frame (focus moves take effect on the next frame).
+    let press = |st: &mut MenuState, s: &mut Settings, seq: &[gilrs::Button]| {
+        for b in seq.iter().map(|b| vec![*b]).chain([vec![]]) {
+            pad_frame(&ctx, &b, |ui| actions.borrow_mut().extend(main_menu(ui, st, s, &content)));
+            pad_frame(&ctx, &[], |ui| actions.borrow_mut().extend(main_menu(ui, st, s, &content)));
+        }
+    };
+    press(&mut st, &mut s, &[]);
+    // Host and play has the focus from the first frame: down twice is Settings.
+    press(&mut st, &mut s, &[DPadDown, DPadDown, South]);
+    assert_eq!(st.page, Page::Settings);
+    // The bumpers switch sections; the section's first setting takes the focus.
+    press(&mut st, &mut s, &[RightTrigger, RightTrigger, RightTrigger, RightTrigger]);
+    assert_eq!(st.section, Section::Accessibility);
+    press(&mut st, &mut s, &[South]);
+    assert!(s.bullet_outline, "A switched the outline on");
+    // Back to Audio; the master volume slider moves with the d-pad.
+    press(&mut st, &mut s, &[LeftTrigger, LeftTrigger, LeftTrigger]);
+    assert_eq!(st.section, Section::Audio);
+    let before = s.master_volume;
+    press(&mut st, &mut s, &[DPadRight, DPadRight]);
+    assert!(s.master_volume > before, "{} -> {}", before, s.master_volume);
+    let changed = actions.borrow().iter().filter(|a| **a == MenuAction::SettingsChanged).count();
+    assert!(changed >= 2, "{:?}", actions.borrow());
+    // Down to Back (past the other sliders, the mute switch and the reset button), and out.
+    press(&mut st, &mut s, &[DPadDown, DPadDown, DPadDown, DPadDown, DPadDown, South]);
+    assert_eq!(st.page, Page::Main, "Back reached by the d-pad");
+
+    // The in-game menu: Resume has the focus; down once is Settings.
+    let ctx = egui::Context::default();
+    let mut got = None;
+    for (i, b) in [vec![], vec![], vec![DPadDown], vec![], vec![South], vec![]].into_iter().enumerate() {
+        pad_frame(&ctx, &b, |ui| {
+            if let Some(a) = game_menu(ui.ctx(), true, i == 0, None, None) {
+                got = Some(a);
+            }
+        });
+    }
+    assert_eq!(got, Some(GameMenuAction::Settings));
 }

@@ -26,6 +26,29 @@ pub fn pad_name(b: gilrs::Button) -> String {
     format!("Pad{b:?}")
 }
 
+/// What a gamepad button does in the menus, as the keys egui knows: the d-pad moves the
+/// focus to the nearest widget in its direction (egui's arrow-key navigation; left and right
+/// move a focused slider instead), the bumpers (LB/RB, L1/R1) switch the settings
+/// page's sections as Page Up/Page Down do, A (South) activates, B (East) leaves a text
+/// field. A press and a release each.
+pub fn pad_menu_events(b: gilrs::Button) -> Vec<egui::Event> {
+    let (key, shift) = match b {
+        gilrs::Button::DPadDown => (egui::Key::ArrowDown, false),
+        gilrs::Button::DPadUp => (egui::Key::ArrowUp, false),
+        gilrs::Button::DPadLeft => (egui::Key::ArrowLeft, false),
+        gilrs::Button::DPadRight => (egui::Key::ArrowRight, false),
+        gilrs::Button::LeftTrigger => (egui::Key::PageUp, false),
+        gilrs::Button::RightTrigger => (egui::Key::PageDown, false),
+        gilrs::Button::South => (egui::Key::Enter, false),
+        gilrs::Button::East => (egui::Key::Escape, false),
+        _ => return Vec::new(),
+    };
+    let modifiers = egui::Modifiers { shift, ..Default::default() };
+    [true, false]
+        .map(|pressed| egui::Event::Key { key, physical_key: None, pressed, repeat: false, modifiers })
+        .to_vec()
+}
+
 /// Gamepad button naming: the letters of Xbox-style pads or the shapes of PlayStation ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PadFamily {

@@ -1,6 +1,7 @@
 //! The desktop program: window and loop (`window`), renderer (`render`), menus and HUD
 //! (`ui`), input, audio, settings, and the game session. `--dedicated` never comes here.
 
+pub mod attract;
 pub mod audio;
 pub mod icon;
 pub mod input;

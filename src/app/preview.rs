@@ -68,6 +68,8 @@ pub fn hud_state(p: &Preview) -> HudState {
         Target::Enemy(e) => format!("preview: enemy {e}"),
     };
     HudState {
+        damage: Vec::new(),
+        health_bars: Vec::new(),
         hp: 100,
         max_hp: 100,
         dead: false,
@@ -101,8 +103,8 @@ pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8
     let hud = hud_state(p);
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let ctx = egui::Context::default();
-    let mut ui = egui_frame(&ctx, size, |ctx| {
-        hud::draw(ctx, &hud);
+    let mut ui = egui_frame(&ctx, size, |ui| {
+        hud::draw(ui.ctx(), &hud);
     });
     render::render_to_rgba(gpu, &mut renderer, size, &cam, &out, Some(&mut ui))
 }

@@ -10,11 +10,11 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
-pub const SCENES: [&str; 4] = ["bullets", "boss_hud", "death", "hit"];
+pub const SCENES: [&str; 6] = ["bullets", "boss_hud", "death", "hit", "title", "settings"];
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
-pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&egui::Context)) -> EguiFrame {
+pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&mut egui::Ui)) -> EguiFrame {
     let raw = |t: f64| egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size.0 as f32, size.1 as f32))),
         time: Some(t),
@@ -22,10 +22,10 @@ pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&egu
     };
     let mut textures = egui::TexturesDelta::default();
     for t in 0..3 {
-        let mut o = ctx.run_ui(raw(t as f64), |ui_| ui(ui_.ctx()));
+        let mut o = ctx.run_ui(raw(t as f64), &mut ui);
         textures.append(std::mem::take(&mut o.textures_delta));
     }
-    let mut out = ctx.run_ui(raw(3.0), |ui_| ui(ui_.ctx()));
+    let mut out = ctx.run_ui(raw(3.0), &mut ui);
     textures.append(std::mem::take(&mut out.textures_delta));
     let primitives = ctx.tessellate(out.shapes, out.pixels_per_point);
     EguiFrame { primitives, textures, pixels_per_point: out.pixels_per_point }
@@ -158,6 +158,8 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         leave_key: "F / B".into(),
         interact_key: "E / A".into(),
         name_tags: Vec::new(),
+        damage: Vec::new(),
+        health_bars: Vec::new(),
     };
     Fixture {
         arena: i.arena,
@@ -175,9 +177,42 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
     }
 }
 
+/// The title screen (its live fight 20 s in) or the settings page (the Controls section,
+/// with default settings), as a player first sees them.
+fn menu_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    use crate::app::settings::{Section, Settings};
+    use crate::app::ui::menu::{self, MenuState, Page};
+    let mut sprites = Vec::new();
+    let mut cam = Camera::fit(Vec2::new(960.0, 640.0), size, 0.0);
+    if let Some(mut a) = crate::app::attract::Attract::new(content) {
+        for _ in 0..20 * crate::sim::TICK_RATE {
+            a.step();
+        }
+        cam = a.sprites(size, 0.0, &mut sprites).unwrap_or(cam);
+    }
+    let mut st = MenuState::default();
+    let mut settings = Settings::default();
+    if name == "settings" {
+        st.go(Page::Settings);
+        st.section = Section::Controls;
+        sprites.clear();
+    } else {
+        st.go(Page::Main);
+    }
+    let ctx = egui::Context::default();
+    let mut ui = egui_frame(&ctx, size, |ui| {
+        menu::main_menu(ui, &mut st, &mut settings, content);
+    });
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, Some(&mut ui))
+}
+
 /// Renders a named scene at `size`; returns RGBA8 pixels.
 pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
-    let f = match name {
+    if name == "title" || name == "settings" {
+        return menu_scene(gpu, content, name, size);
+    }
+    let mut f = match name {
         "bullets" => bullet_field(content),
         "boss_hud" => boss_fight(content, false),
         "death" | "hit" => boss_fight(content, name == "death"),
@@ -190,6 +225,18 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     // "hit": the own ship and the boss flashing, and an enemy dying beside the boss.
     let (flashes, bursts) = if name == "hit" {
         let at = f.boss.map_or(f.arena * 0.5, |b| b.pos + Vec2::new(-90.0, 40.0));
+        // The numbers that rose from those hits, and a wounded enemy's health bar.
+        let cam = Camera::fit(f.arena, size, 0.0);
+        let pt = |w: Vec2| {
+            let s = cam.world_to_screen(w);
+            egui::pos2(s.x, s.y)
+        };
+        let own = f.players.iter().find(|p| p.id == 1).map_or(f.arena * 0.5, |p| p.pos);
+        let boss_at = f.boss.map_or(f.arena * 0.5, |b| b.pos);
+        if let Some(h) = f.hud.as_mut() {
+            h.damage = vec![("-12".into(), pt(own), 0.3, true), ("36".into(), pt(boss_at), 0.5, false)];
+            h.health_bars = vec![(pt(at + Vec2::new(60.0, -24.0)), 28.0, 0.4)];
+        }
         (
             vec![(crate::protocol::WireTarget::Player(1), 0.9), (crate::protocol::WireTarget::Boss, 0.7)],
             vec![scene::DeathBurst { pos: at, color: [0.9, 0.35, 0.35, 1.0], size: 14.0, age: 0.35 }],
@@ -220,8 +267,8 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let mut ui = f.hud.as_ref().map(|h| {
         let ctx = egui::Context::default();
-        egui_frame(&ctx, size, |ctx| {
-            hud::draw(ctx, h);
+        egui_frame(&ctx, size, |ui| {
+            hud::draw(ui.ctx(), h);
         })
     });
     render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, ui.as_mut())

@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::audio::Audio;
 use super::render::scene::{self, Camera, Palette, Sprite, WorldView};
 use super::ui::hud::{HudState, NetOverlay};
+use crate::app::settings::{BulletColours, Settings};
 use crate::client::{Client, ClientEvent};
 use crate::content::Content;
 use crate::net::Transport;
@@ -22,6 +23,8 @@ pub struct Session {
     pub host_info: Option<String>,
     pub menu_open: bool,
     pub menu_focus: bool,
+    /// The in-game menu shows the settings page.
+    pub settings_open: bool,
     /// The menu's "Return to hub": escape is held for the player until they arrive.
     pub returning: bool,
     dead_since: Option<Instant>,
@@ -39,7 +42,7 @@ pub struct Session {
     pub join_line: Option<String>,
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
-    palette: Option<(ContentDigest, Palette)>,
+    palette: Option<(ContentDigest, bool, Palette)>,
     /// The server's notices shown now, each with when it arrived, and how many the
     /// client had received when last looked at.
     notices: Vec<(String, Instant)>,
@@ -47,7 +50,24 @@ pub struct Session {
     /// Hit flashes (who, when) and death bursts (what, when) being drawn.
     flashes: Vec<(WireTarget, Instant)>,
     bursts: Vec<(crate::app::render::scene::DeathBurst, Instant)>,
+    /// When the own ship was last hit (the screen shake).
+    shake_at: Option<Instant>,
+    /// HP last seen of enemies (with the most each was seen with: the health bar's full
+    /// length), the boss and the own ship: a drop makes a damage number.
+    enemy_hp: std::collections::HashMap<u32, (u32, u32)>,
+    boss_hp: Option<u32>,
+    own_hp: Option<u8>,
+    /// Damage numbers: who, how much, where, since when.
+    damage: Vec<(WireTarget, u32, Vec2, Instant)>,
 }
+
+/// How long the screen shakes after a hit, and how far (world px).
+const SHAKE_SECONDS: f32 = 0.25;
+const SHAKE_PX: f32 = 5.0;
+/// How long a damage number rises; hits on one target closer together than `DAMAGE_MERGE`
+/// add up in one number.
+const DAMAGE_SECONDS: f32 = 0.8;
+const DAMAGE_MERGE: f32 = 0.2;
 
 /// How long a server notice stays on screen.
 const NOTICE_SECONDS: f32 = 10.0;
@@ -84,6 +104,7 @@ impl Session {
             join_line,
             menu_open: false,
             menu_focus: false,
+            settings_open: false,
             returning: false,
             dead_since: None,
             started: Instant::now(),
@@ -99,6 +120,11 @@ impl Session {
             notices_seen: 0,
             flashes: Vec::new(),
             bursts: Vec::new(),
+            shake_at: None,
+            enemy_hp: Default::default(),
+            boss_hp: None,
+            own_hp: None,
+            damage: Vec::new(),
         }
     }
 
@@ -170,7 +196,7 @@ impl Session {
     fn burst_for(&self, target: WireTarget) -> Option<crate::app::render::scene::DeathBurst> {
         let snap = self.client.view.as_ref()?.latest()?;
         let defs = self.client.defs()?;
-        let palette = self.palette.as_ref().map(|(_, p)| p);
+        let palette = self.palette.as_ref().map(|(_, _, p)| p);
         let (pos, size, color) = match target {
             WireTarget::Enemy(id) => {
                 let e = snap.enemies.iter().find(|e| e.id == id)?;
@@ -197,13 +223,55 @@ impl Session {
         })
     }
 
-    /// Builds the palette of the session's content when that content changes.
-    fn refresh_palette(&mut self) {
+    /// Builds the palette of the session's content when that content (or the colour
+    /// setting) changes.
+    fn refresh_palette(&mut self, colour_blind: bool) {
         if let Some(c) = self.client.content.as_ref() {
-            if self.palette.as_ref().is_none_or(|(d, _)| *d != c.digest) {
-                self.palette = Some((c.digest, Palette::new(&c.defs)));
+            if self.palette.as_ref().is_none_or(|(d, cb, _)| *d != c.digest || *cb != colour_blind) {
+                self.palette = Some((c.digest, colour_blind, Palette::with(&c.defs, colour_blind)));
             }
         }
+    }
+
+    /// Damage numbers from HP that dropped since the last tick.
+    fn track_damage(&mut self) {
+        let Some(snap) = self.client.view.as_ref().and_then(|v| v.latest()) else { return };
+        let now = Instant::now();
+        let mut hits = Vec::new();
+        let mut seen = std::collections::HashMap::with_capacity(snap.enemies.len());
+        for e in &snap.enemies {
+            let (old, full) = self.enemy_hp.get(&e.id).copied().unwrap_or((e.hp, e.hp));
+            if e.hp < old {
+                hits.push((WireTarget::Enemy(e.id), old - e.hp, e.pos));
+            }
+            seen.insert(e.id, (e.hp, full.max(e.hp)));
+        }
+        self.enemy_hp = seen;
+        let boss = snap.boss.map(|b| (b.hp, b.pos));
+        if let (Some(old), Some((hp, pos))) = (self.boss_hp, boss) {
+            if hp < old {
+                hits.push((WireTarget::Boss, old - hp, pos));
+            }
+        }
+        self.boss_hp = boss.map(|b| b.0);
+        let own = self.client.own_state().map(|o| o.hp);
+        if let (Some(old), Some(hp), Some(id), Some(pos)) = (self.own_hp, own, self.client.player_id, self.client.pred)
+        {
+            if hp < old {
+                hits.push((WireTarget::Player(id), (old - hp) as u32, pos));
+            }
+        }
+        self.own_hp = own;
+        for (who, amount, pos) in hits {
+            match self.damage.iter_mut().rev().find(|d| d.0 == who) {
+                Some(d) if d.3.elapsed().as_secs_f32() < DAMAGE_MERGE => {
+                    d.1 += amount;
+                    d.2 = pos;
+                }
+                _ => self.damage.push((who, amount, pos, now)),
+            }
+        }
+        self.damage.retain(|d| d.3.elapsed().as_secs_f32() < DAMAGE_SECONDS);
     }
 
     pub fn in_dungeon(&self) -> bool {
@@ -219,6 +287,9 @@ impl Session {
                 ClientEvent::Hit { target } => {
                     self.flashes.retain(|(t, _)| t != target);
                     self.flashes.push((*target, Instant::now()));
+                    if *target == WireTarget::Player(own_id.unwrap_or(u32::MAX)) {
+                        self.shake_at = Some(Instant::now());
+                    }
                 }
                 ClientEvent::Death { target } => {
                     if let Some(b) = self.burst_for(*target) {
@@ -266,6 +337,7 @@ impl Session {
                 ClientEvent::Sfx { name, .. } => audio.play(&name),
             }
         }
+        self.track_damage();
         let own = self.client.own_state();
         let dead = own.is_some_and(|o| o.flags & F_DEAD != 0);
         match (dead, self.dead_since) {
@@ -302,9 +374,16 @@ impl Session {
     }
 
     /// The world's sprites for this frame and the camera that frames them.
-    pub fn sprites(&mut self, alpha: f32, screen: (u32, u32), time: f32, out: &mut Vec<Sprite>) -> Option<Camera> {
-        self.refresh_palette();
-        let palette = &self.palette.as_ref()?.1;
+    pub fn sprites(
+        &mut self,
+        alpha: f32,
+        screen: (u32, u32),
+        time: f32,
+        look: &Settings,
+        out: &mut Vec<Sprite>,
+    ) -> Option<Camera> {
+        self.refresh_palette(look.bullet_colours == BulletColours::ColourBlind);
+        let palette = &self.palette.as_ref()?.2;
         let defs = self.client.defs()?;
         let v = self.client.view.as_ref()?;
         let snap = self.client.interpolated()?;
@@ -318,14 +397,17 @@ impl Session {
         use crate::app::render::scene::{BURST_SECONDS, FLASH_SECONDS};
         self.flashes.retain(|(_, t)| t.elapsed().as_secs_f32() < FLASH_SECONDS);
         self.bursts.retain(|(_, t)| t.elapsed().as_secs_f32() < BURST_SECONDS);
+        // Reduced flashing: a third of the flash, bursts at half strength.
+        let (flash, burst) = if look.reduced_flashing { (0.35, 0.5) } else { (1.0, 1.0) };
         let flashes: Vec<(WireTarget, f32)> =
-            self.flashes.iter().map(|(w, t)| (*w, 1.0 - t.elapsed().as_secs_f32() / FLASH_SECONDS)).collect();
+            self.flashes.iter().map(|(w, t)| (*w, (1.0 - t.elapsed().as_secs_f32() / FLASH_SECONDS) * flash)).collect();
         let bursts: Vec<crate::app::render::scene::DeathBurst> = self
             .bursts
             .iter()
-            .map(|(b, t)| crate::app::render::scene::DeathBurst {
-                age: t.elapsed().as_secs_f32() / BURST_SECONDS,
-                ..*b
+            .map(|(b, t)| {
+                let mut color = b.color;
+                color[3] *= burst;
+                crate::app::render::scene::DeathBurst { age: t.elapsed().as_secs_f32() / BURST_SECONDS, color, ..*b }
             })
             .collect();
         let view = WorldView {
@@ -346,11 +428,21 @@ impl Session {
             bursts: &bursts,
         };
         scene::build(&view, palette, out);
-        Some(Camera::fit(v.arena, screen, time))
+        scene::apply_look(out, look.low_effects, look.bullet_outline);
+        let mut cam = Camera::fit(v.arena, screen, time);
+        cam.outline = if look.bullet_outline { 1.0 } else { 0.0 };
+        if let Some(t) = self.shake_at.map(|t| t.elapsed().as_secs_f32()).filter(|t| *t < SHAKE_SECONDS) {
+            if look.screen_shake {
+                let k = SHAKE_PX * (1.0 - t / SHAKE_SECONDS);
+                cam.origin = cam.origin + Vec2::new((t * 95.0).sin() * k, (t * 71.0).cos() * k);
+            }
+        }
+        Some(cam)
     }
 
     /// What the HUD shows. `cam` and `ppp` place portal labels.
-    pub fn hud(&mut self, cam: Option<&Camera>, ppp: f32, net_overlay: bool, hint: Option<String>) -> HudState {
+    pub fn hud(&mut self, cam: Option<&Camera>, ppp: f32, look: &Settings, hint: Option<String>) -> HudState {
+        let net_overlay = look.show_net_overlay;
         let fresh = (self.client.notices_seen - self.notices_seen).min(self.client.notices.len() as u64) as usize;
         let now = Instant::now();
         for n in self.client.notices.iter().skip(self.client.notices.len() - fresh) {
@@ -413,6 +505,36 @@ impl Session {
                 .collect(),
             _ => Vec::new(),
         };
+        let damage = match cam {
+            Some(cam) if look.damage_numbers => self
+                .damage
+                .iter()
+                .map(|(who, n, at, t)| {
+                    let s = cam.world_to_screen(*at) * (1.0 / ppp);
+                    let taken = matches!(who, WireTarget::Player(_));
+                    let text = if taken { format!("-{n}") } else { n.to_string() };
+                    (text, egui::pos2(s.x, s.y), t.elapsed().as_secs_f32() / DAMAGE_SECONDS, taken)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let health_bars = match (cam, snap) {
+            (Some(cam), Some(s)) if look.enemy_health_bars => s
+                .enemies
+                .iter()
+                .filter_map(|e| {
+                    let (_, full) = self.enemy_hp.get(&e.id).copied()?;
+                    if e.hp >= full || full == 0 {
+                        return None;
+                    }
+                    let r = defs.enemies.get(e.def as usize).map_or(14.0, |d| d.radius);
+                    let at = cam.world_to_screen(e.pos - Vec2::new(0.0, r + 7.0)) * (1.0 / ppp);
+                    let w = (2.0 * r * cam.scale / ppp).max(18.0);
+                    Some((egui::pos2(at.x, at.y), w, e.hp as f32 / full as f32))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let st = c.net.stats(0);
         let now = Instant::now();
         let dt = now.duration_since(self.rates.0).as_secs_f32();
@@ -461,6 +583,8 @@ impl Session {
             leave_key: String::new(),
             interact_key: String::new(),
             name_tags,
+            damage,
+            health_bars,
         }
     }
 

@@ -1,4 +1,4 @@
-//! Player settings: name, bindings, volumes, fullscreen, vsync, recent servers. Stored as
+//! Player settings: name, bindings, volumes, display, accessibility, recent servers. Stored as
 //! TOML in the OS configuration directory, written atomically (temp file, sync, rename) so
 //! a crash mid-save loses nothing. An unreadable file is reported, kept aside as
 //! `settings.toml.bad`, and replaced by defaults.
@@ -76,6 +76,71 @@ pub fn default_bindings() -> Bindings {
     ])
 }
 
+/// How the game's window is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowMode {
+    #[default]
+    Windowed,
+    /// A window the size of the screen without borders (fast to switch, plays well with
+    /// other windows).
+    Borderless,
+    /// Exclusive fullscreen in the monitor's largest mode.
+    Fullscreen,
+}
+
+impl WindowMode {
+    pub const ALL: [WindowMode; 3] = [WindowMode::Windowed, WindowMode::Borderless, WindowMode::Fullscreen];
+    pub fn label(self) -> &'static str {
+        match self {
+            WindowMode::Windowed => "Windowed",
+            WindowMode::Borderless => "Borderless fullscreen",
+            WindowMode::Fullscreen => "Fullscreen",
+        }
+    }
+}
+
+/// Colours of enemy bullets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BulletColours {
+    /// The colours each mod chose.
+    #[default]
+    Mod,
+    /// Every colour moved to the nearest of a palette that stays distinct with
+    /// deuteranopia and protanopia (red-green colour blindness): reds become vermilion,
+    /// greens sky blue, and so on (see `scene::colour_blind`).
+    ColourBlind,
+}
+
+/// The settings page's sections (each can be reset on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Section {
+    #[default]
+    Video,
+    Audio,
+    Controls,
+    Network,
+    Accessibility,
+}
+
+impl Section {
+    pub const ALL: [Section; 5] =
+        [Section::Video, Section::Audio, Section::Controls, Section::Network, Section::Accessibility];
+    pub fn label(self) -> &'static str {
+        match self {
+            Section::Video => "Video",
+            Section::Audio => "Audio",
+            Section::Controls => "Controls",
+            Section::Network => "Network",
+            Section::Accessibility => "Accessibility",
+        }
+    }
+}
+
+/// Window sizes offered in windowed mode (logical pixels).
+pub const WINDOW_SIZES: [[u32; 2]; 5] = [[960, 540], [1280, 720], [1600, 900], [1920, 1080], [2560, 1440]];
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -84,8 +149,32 @@ pub struct Settings {
     pub master_volume: f32,
     pub sfx_volume: f32,
     pub music_volume: f32,
+    /// All sound off, the sliders kept.
+    pub muted: bool,
+    pub window_mode: WindowMode,
+    /// Read from settings files of earlier versions (true = borderless), never written.
+    #[serde(skip_serializing)]
     pub fullscreen: bool,
+    /// The window's size in windowed mode, logical pixels.
+    pub window_size: [u32; 2],
+    /// The menus' and HUD's size (0.75..2).
+    pub ui_scale: f32,
     pub vsync: bool,
+    /// Frames drawn per second at most: 60 (one per game tick) or 30 (every other tick).
+    pub frame_cap: u32,
+    /// No glow around bullets and ships (faster on software rendering and old GPUs).
+    pub low_effects: bool,
+    /// Accessibility: a bright outline around every enemy bullet.
+    pub bullet_outline: bool,
+    pub bullet_colours: BulletColours,
+    /// The view shakes briefly when your ship is hit.
+    pub screen_shake: bool,
+    /// Hit flashes and bursts toned down.
+    pub reduced_flashing: bool,
+    /// Damage numbers rise from what was hit.
+    pub damage_numbers: bool,
+    /// A health bar over each wounded enemy.
+    pub enemy_health_bars: bool,
     pub show_net_overlay: bool,
     /// Most recent first, at most 8.
     pub recent_servers: Vec<String>,
@@ -108,8 +197,20 @@ impl Default for Settings {
             master_volume: 0.8,
             sfx_volume: 0.8,
             music_volume: 0.5,
+            muted: false,
+            window_mode: WindowMode::Windowed,
             fullscreen: false,
+            window_size: [1280, 720],
+            ui_scale: 1.0,
             vsync: true,
+            frame_cap: 60,
+            low_effects: false,
+            bullet_outline: false,
+            bullet_colours: BulletColours::Mod,
+            screen_shake: true,
+            reduced_flashing: false,
+            damage_numbers: true,
+            enemy_health_bars: true,
             show_net_overlay: false,
             watch_mods: false,
             recent_servers: Vec::new(),
@@ -189,6 +290,12 @@ impl Settings {
             crate::protocol::names::sanitize(&self.name)
         };
         self.recent_servers.truncate(8);
+        if std::mem::take(&mut self.fullscreen) && self.window_mode == WindowMode::Windowed {
+            self.window_mode = WindowMode::Borderless;
+        }
+        self.ui_scale = if self.ui_scale.is_finite() { self.ui_scale.clamp(0.75, 2.0) } else { 1.0 };
+        self.frame_cap = if self.frame_cap <= 30 { 30 } else { 60 };
+        self.window_size = [self.window_size[0].clamp(640, 7680), self.window_size[1].clamp(360, 4320)];
         let defaults = default_bindings();
         for a in Action::ALL {
             self.bindings.entry(a).or_insert_with(|| defaults[&a].clone());
@@ -290,5 +397,41 @@ impl Settings {
     /// Every binding back to the defaults.
     pub fn reset_controls(&mut self) {
         self.bindings = default_bindings();
+    }
+
+    /// One section of the settings page back to the defaults (the name, recent servers
+    /// and mods are kept).
+    pub fn reset_section(&mut self, section: Section) {
+        let d = Settings::default();
+        match section {
+            Section::Video => {
+                self.window_mode = d.window_mode;
+                self.window_size = d.window_size;
+                self.ui_scale = d.ui_scale;
+                self.vsync = d.vsync;
+                self.frame_cap = d.frame_cap;
+                self.low_effects = d.low_effects;
+            }
+            Section::Audio => {
+                self.master_volume = d.master_volume;
+                self.sfx_volume = d.sfx_volume;
+                self.music_volume = d.music_volume;
+                self.muted = d.muted;
+            }
+            Section::Controls => self.reset_controls(),
+            Section::Network => {
+                self.host_port = d.host_port;
+                self.show_net_overlay = d.show_net_overlay;
+                self.watch_mods = d.watch_mods;
+            }
+            Section::Accessibility => {
+                self.bullet_outline = d.bullet_outline;
+                self.bullet_colours = d.bullet_colours;
+                self.screen_shake = d.screen_shake;
+                self.reduced_flashing = d.reduced_flashing;
+                self.damage_numbers = d.damage_numbers;
+                self.enemy_health_bars = d.enemy_health_bars;
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use super::audio::Audio;
 use super::input::{self, Device, InputState};
 use super::render::{self, EguiFrame, WindowGfx};
 use super::session::Session;
-use super::settings::{Action, Settings};
+use super::settings::{Action, Settings, WindowMode};
 use super::ui::{hud, menu};
 use crate::client::Phase;
 use crate::content::Content;
@@ -54,6 +54,12 @@ pub struct App {
     screenshot: bool,
     captured: bool,
     sprites: Vec<render::Sprite>,
+    /// The title screen's live background (None in a session, or without content).
+    attract: Option<super::attract::Attract>,
+    /// The window size last asked for from the settings (not the player's own resizing).
+    applied_size: [u32; 2],
+    /// Ticks since start (the frame-rate cap draws on every other one at 30).
+    ticks: u64,
     pub fatal: Option<String>,
 }
 
@@ -106,6 +112,9 @@ impl App {
             screenshot: false,
             captured: false,
             sprites: Vec::new(),
+            attract: None,
+            applied_size: [0, 0],
+            ticks: 0,
             fatal: None,
         }
     }
@@ -115,15 +124,46 @@ impl App {
         if let Err(e) = self.settings.save() {
             self.menu.error = Some(format!("Could not save settings to {}: {e}", Settings::path().display()));
         }
-        self.audio.set_volumes(self.settings.master_volume, self.settings.sfx_volume, self.settings.music_volume);
+        let master = if self.settings.muted { 0.0 } else { self.settings.master_volume };
+        self.audio.set_volumes(master, self.settings.sfx_volume, self.settings.music_volume);
+    }
+
+    /// Saves the settings and applies what shows at once: window mode and size, vsync,
+    /// interface size, volumes.
+    fn apply_settings(&mut self) {
+        self.save_settings();
+        self.egui.set_zoom_factor(self.settings.ui_scale);
+        let Some(g) = self.gfx.as_mut() else { return };
+        let mode = self.settings.window_mode;
+        let now = match g.window.fullscreen() {
+            None => WindowMode::Windowed,
+            Some(Fullscreen::Borderless(_)) => WindowMode::Borderless,
+            Some(Fullscreen::Exclusive(_)) => WindowMode::Fullscreen,
+        };
+        if now != mode {
+            g.window.set_fullscreen(fullscreen_for(&g.window, mode));
+        }
+        if mode == WindowMode::Windowed && self.applied_size != self.settings.window_size {
+            let [w, h] = self.settings.window_size;
+            let _ = g.window.request_inner_size(winit::dpi::LogicalSize::new(w as f64, h as f64));
+        }
+        self.applied_size = self.settings.window_size;
+        let pm = if self.settings.vsync { wgpu::PresentMode::AutoVsync } else { wgpu::PresentMode::AutoNoVsync };
+        if g.config.present_mode != pm {
+            g.config.present_mode = pm;
+            g.surface.configure(&g.gpu.device, &g.config);
+        }
     }
 
     fn init_gfx(&mut self, el: &ActiveEventLoop) -> anyhow::Result<()> {
         let icon = winit::window::Icon::from_rgba(crate::app::icon::rgba(64), 64, 64).ok();
+        let [w, h] = self.settings.window_size;
+        self.applied_size = self.settings.window_size;
+        self.egui.set_zoom_factor(self.settings.ui_scale);
         let attrs = Window::default_attributes()
             .with_title("Hailfire")
             .with_window_icon(icon)
-            .with_inner_size(winit::dpi::LogicalSize::new(1280.0, 720.0))
+            .with_inner_size(winit::dpi::LogicalSize::new(w as f64, h as f64))
             .with_min_inner_size(winit::dpi::LogicalSize::new(640.0, 360.0));
         // The name desktops match with the desktop entry (its StartupWMClass on X11, its
         // file name on Wayland: X11's WM_CLASS is "hailfire", "io.hailfire.Hailfire" and
@@ -132,8 +172,8 @@ impl App {
         let attrs =
             winit::platform::wayland::WindowAttributesExtWayland::with_name(attrs, "io.hailfire.Hailfire", "hailfire");
         let g = WindowGfx::open(el, attrs, self.present_mode(), &self.egui)?;
-        if self.settings.fullscreen {
-            g.window.set_fullscreen(Some(Fullscreen::Borderless(None)));
+        if self.settings.window_mode != WindowMode::Windowed {
+            g.window.set_fullscreen(fullscreen_for(&g.window, self.settings.window_mode));
         }
         tracing::info!(adapter = %g.gpu.adapter_name(), "window open");
         crate::crash::set_adapter(g.gpu.adapter_name());
@@ -198,7 +238,14 @@ impl App {
         let ship = self.ship_screen();
         let in_menu = self.session.as_ref().is_none_or(|s| s.menu_open);
         let mut sample = if in_menu { Default::default() } else { self.input.sample(&self.settings, ship) };
-        let Some(s) = self.session.as_mut() else { return };
+        self.ticks += 1;
+        let Some(s) = self.session.as_mut() else {
+            if let Some(a) = self.attract.as_mut() {
+                a.step();
+            }
+            return;
+        };
+        self.attract = None;
         if s.returning {
             sample.buttons |= crate::sim::player::BTN_ESCAPE;
         }
@@ -256,6 +303,7 @@ impl App {
                         Some(s) => {
                             s.menu_open = !s.menu_open;
                             s.menu_focus = s.menu_open;
+                            s.settings_open = false;
                         }
                         None => self.menu.go(menu::Page::Main),
                     },
@@ -293,26 +341,20 @@ impl App {
                 gilrs::EventType::ButtonPressed(b, _) => {
                     self.input.press(input::pad_name(b));
                     if in_menus {
-                        let key = match b {
-                            gilrs::Button::DPadDown => Some((egui::Key::Tab, false)),
-                            gilrs::Button::DPadUp => Some((egui::Key::Tab, true)),
-                            gilrs::Button::DPadLeft => Some((egui::Key::ArrowLeft, false)),
-                            gilrs::Button::DPadRight => Some((egui::Key::ArrowRight, false)),
-                            gilrs::Button::South => Some((egui::Key::Enter, false)),
-                            gilrs::Button::East => Some((egui::Key::Escape, false)),
-                            _ => None,
-                        };
-                        if let Some((key, shift)) = key {
-                            let modifiers = egui::Modifiers { shift, ..Default::default() };
-                            for pressed in [true, false] {
-                                self.pad_events.push(egui::Event::Key {
-                                    key,
-                                    physical_key: None,
-                                    pressed,
-                                    repeat: false,
-                                    modifiers,
-                                });
+                        self.pad_events.extend(input::pad_menu_events(b));
+                    }
+                    // B backs out of a page (not while waiting for a binding: there it
+                    // cancels, in handle_pressed).
+                    if b == gilrs::Button::East && self.menu.rebinding.is_none() {
+                        match self.session.as_mut() {
+                            Some(s) if s.settings_open => {
+                                s.settings_open = false;
+                                s.menu_focus = true;
                             }
+                            Some(s) if s.menu_open => s.menu_open = false,
+                            Some(_) => {}
+                            None if self.menu.page != menu::Page::Main => self.menu.go(menu::Page::Main),
+                            None => {}
                         }
                     }
                 }
@@ -372,18 +414,23 @@ impl App {
         let mut raw = g.egui_state.take_egui_input(&g.window);
         raw.events.append(&mut self.pad_events);
         let size = (g.config.width, g.config.height);
-        let ppp = g.window.scale_factor() as f32;
+        // egui's points: the display's scale times the player's interface size.
+        let ppp = g.window.scale_factor() as f32 * self.settings.ui_scale;
         let time = self.started.elapsed().as_secs_f32();
         let cam = match &mut self.session {
-            Some(s) => s.sprites(self.alpha, size, time, &mut self.sprites),
+            Some(s) => s.sprites(self.alpha, size, time, &self.settings, &mut self.sprites),
             None => {
                 self.sprites.clear();
-                None
+                // The title screen: a live fight behind the menus.
+                if self.attract.is_none() {
+                    self.attract = super::attract::Attract::new(&self.content);
+                }
+                self.attract.as_ref().and_then(|a| a.sprites(size, time, &mut self.sprites))
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
         let hud = self.session.as_mut().map(|s| {
-            let mut h = s.hud(Some(&cam), ppp, self.settings.show_net_overlay, hint);
+            let mut h = s.hud(Some(&cam), ppp, &self.settings, hint);
             h.leave_key = leave_key;
             h.interact_key = interact_key;
             h
@@ -392,6 +439,7 @@ impl App {
         let mut game_action = None;
         let mut hud_action = None;
         let mut cancel_join = false;
+        let mut settings_changed = false;
         let full = self.egui.run_ui(raw, |ui| match (&mut self.session, &hud) {
             (Some(s), Some(h)) => {
                 if s.client.is_joined() {
@@ -456,7 +504,26 @@ impl App {
                             }
                         });
                 }
-                if s.menu_open {
+                if s.menu_open && s.settings_open {
+                    // Settings from the in-game menu, over the game (which goes on).
+                    egui::Area::new(egui::Id::unique("game_settings"))
+                        .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+                        .show(ui.ctx(), |ui| {
+                            egui::Frame::window(ui.style()).show(ui, |ui| {
+                                let screen = ui.ctx().content_rect();
+                                ui.set_width((screen.width() - 60.0).min(900.0));
+                                ui.set_max_height(screen.height() - 60.0);
+                                ui.vertical_centered(|ui| {
+                                    settings_changed |= menu::settings_page(ui, &mut self.menu, &mut self.settings);
+                                    if ui.add(menu::big("Back")).clicked() {
+                                        self.menu.rebinding = None;
+                                        s.settings_open = false;
+                                        s.menu_focus = true;
+                                    }
+                                });
+                            });
+                        });
+                } else if s.menu_open {
                     let others = s.kickable();
                     game_action = menu::game_menu(
                         ui.ctx(),
@@ -540,25 +607,11 @@ impl App {
                     self.save_settings();
                     self.content = Content::load_configured(&[], &self.settings.disabled_mods);
                 }
-                menu::MenuAction::SettingsChanged => {
-                    self.save_settings();
-                    if let Some(g) = self.gfx.as_mut() {
-                        let fs = if self.settings.fullscreen { Some(Fullscreen::Borderless(None)) } else { None };
-                        if g.window.fullscreen().is_some() != self.settings.fullscreen {
-                            g.window.set_fullscreen(fs);
-                        }
-                        let pm = if self.settings.vsync {
-                            wgpu::PresentMode::AutoVsync
-                        } else {
-                            wgpu::PresentMode::AutoNoVsync
-                        };
-                        if g.config.present_mode != pm {
-                            g.config.present_mode = pm;
-                            g.surface.configure(&g.gpu.device, &g.config);
-                        }
-                    }
-                }
+                menu::MenuAction::SettingsChanged => settings_changed = true,
             }
+        }
+        if settings_changed {
+            self.apply_settings();
         }
         if cancel_join {
             let addr = self.session.as_ref().and_then(|s| s.addr.clone());
@@ -574,6 +627,10 @@ impl App {
             }
             match game_action {
                 Some(menu::GameMenuAction::Resume) => s.menu_open = false,
+                Some(menu::GameMenuAction::Settings) => {
+                    s.settings_open = true;
+                    self.menu.go(self.menu.page.clone());
+                }
                 Some(menu::GameMenuAction::ReturnToHub) => {
                     // The same server-side channel as holding the key.
                     s.returning = true;
@@ -585,6 +642,22 @@ impl App {
                 Some(menu::GameMenuAction::Ban(id)) => s.host_command(&format!("ban {id} banned by the host")),
                 None => {}
             }
+        }
+    }
+}
+
+/// What winit needs for a window mode: exclusive fullscreen takes the monitor's largest,
+/// fastest mode (borderless when it lists none).
+fn fullscreen_for(window: &Window, mode: WindowMode) -> Option<Fullscreen> {
+    match mode {
+        WindowMode::Windowed => None,
+        WindowMode::Borderless => Some(Fullscreen::Borderless(None)),
+        WindowMode::Fullscreen => {
+            let best = window.current_monitor().and_then(|m| {
+                m.video_modes()
+                    .max_by_key(|v| (v.size().width as u64 * v.size().height as u64, v.refresh_rate_millihertz()))
+            });
+            Some(best.map_or(Fullscreen::Borderless(None), Fullscreen::Exclusive))
         }
     }
 }
@@ -692,7 +765,9 @@ impl ApplicationHandler for App {
             - (self.next_tick.saturating_duration_since(Instant::now()).as_secs_f32() / dt.as_secs_f32())
                 .clamp(0.0, 1.0);
         if let Some(g) = &self.gfx {
-            if ticked && !self.minimized {
+            // The frame-rate cap: at 30, every other tick is drawn.
+            let capped = self.settings.frame_cap <= 30 && self.ticks % 2 == 1;
+            if ticked && !self.minimized && !capped {
                 g.window.request_redraw();
             }
         }

@@ -66,6 +66,8 @@ struct CameraUniform {
     scale: f32,
     time: f32,
     arena: [f32; 2],
+    /// x: enemy bullet outline strength; y, z, w unused.
+    style: [f32; 4],
 }
 
 /// A bullet that must not show outside the arena's walls.
@@ -190,6 +192,7 @@ impl SpriteRenderer {
             scale: cam.scale,
             time: cam.time,
             arena: [cam.arena.x, cam.arena.y],
+            style: [cam.outline, 0.0, 0.0, 0.0],
         };
         queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&u));
         if sprites.len() > self.capacity {

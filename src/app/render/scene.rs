@@ -18,7 +18,8 @@ pub struct Sprite {
     pub dir: [f32; 2],
     /// Linear RGBA.
     pub color: [f32; 4],
-    /// shape, glow, core, and a fourth by shape: bullets 1 = clipped to the arena;
+    /// shape, glow, core, and a fourth by shape: bullets clipped to the arena, 1 enemy
+    /// bullets (outlined when asked), 2 players' shots;
     /// enemies and bosses the white hit flash (0..1), ships the red one (0..-1).
     pub params: [f32; 4],
 }
@@ -44,6 +45,8 @@ pub struct Camera {
     pub time: f32,
     /// The arena's size: bullets are clipped to it.
     pub arena: Vec2,
+    /// Accessibility: how strongly enemy bullets are outlined (0 off, 1 on).
+    pub outline: f32,
 }
 
 impl Camera {
@@ -53,7 +56,7 @@ impl Camera {
         let margin = 48.0;
         let scale = (w / (arena.x + margin * 2.0)).min(h / (arena.y + margin * 2.0));
         let origin = Vec2::new(arena.x / 2.0 - w / scale / 2.0, arena.y / 2.0 - h / scale / 2.0);
-        Camera { origin, scale, time, arena }
+        Camera { origin, scale, time, arena, outline: 0.0 }
     }
 
     pub fn world_to_screen(&self, p: Vec2) -> Vec2 {
@@ -80,7 +83,59 @@ pub struct Palette {
     pub bosses: Vec<[f32; 4]>,
 }
 
+/// The colour-blind friendly bullet palette: sRGB colours that stay distinct with
+/// deuteranopia and protanopia (the Okabe-Ito set, chosen for exactly that), brightened where
+/// a dark background needs it.
+const CVD_SAFE: [[u8; 3]; 6] = [
+    [230, 159, 0],   // orange
+    [86, 180, 233],  // sky blue
+    [240, 228, 66],  // yellow
+    [213, 94, 0],    // vermilion
+    [204, 121, 167], // reddish purple
+    [120, 170, 255], // blue, lightened to read on the dark arena
+];
+
+/// Moves a colour to the colour-blind friendly palette by its hue: reds to vermilion,
+/// oranges to orange, yellows to yellow, greens (the colours red-green colour blindness
+/// confuses with reds) to sky blue, cyans and blues to blue, purples and pinks to reddish
+/// purple. Greys and whites stay as they are.
+pub fn colour_blind(c: [u8; 3]) -> [u8; 3] {
+    let [r, g, b] = c.map(|v| v as f32 / 255.0);
+    let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+    if max - min < 0.12 {
+        return c;
+    }
+    let d = max - min;
+    let h = if max == r {
+        60.0 * ((g - b) / d).rem_euclid(6.0)
+    } else if max == g {
+        60.0 * ((b - r) / d + 2.0)
+    } else {
+        60.0 * ((r - g) / d + 4.0)
+    };
+    let i = match h {
+        h if !(15.0..345.0).contains(&h) => 3,
+        h if h < 45.0 => 0,
+        h if h < 70.0 => 2,
+        h if h < 165.0 => 1,
+        h if h < 260.0 => 5,
+        _ => 4,
+    };
+    CVD_SAFE[i]
+}
+
 impl Palette {
+    /// The palette with bullets in colour-blind friendly colours when `colour_blind`.
+    pub fn with(defs: &ClientDefs, colour_blind_bullets: bool) -> Self {
+        let mut p = Palette::new(defs);
+        if colour_blind_bullets {
+            for (k, b) in defs.bullets.iter().enumerate() {
+                p.kinds[k].0 = rgb_color(colour_blind(b.color));
+            }
+        }
+        p
+    }
+
     pub fn new(defs: &ClientDefs) -> Self {
         let shape = |s: Shape| match s {
             Shape::Orb => SH_ORB,
@@ -148,6 +203,17 @@ pub const FLASH_SECONDS: f32 = 0.12;
 
 fn flash_of(view: &WorldView, t: crate::protocol::WireTarget) -> f32 {
     view.flashes.iter().find(|(w, _)| *w == t).map_or(0.0, |(_, f)| *f)
+}
+
+/// The player's display settings on a built frame: `low_effects` drops every glow (fewer
+/// pixels to shade: faster on software rendering); `outline` drops the glow of enemy
+/// bullets so that their outline (drawn by the shader) stays crisp.
+pub fn apply_look(out: &mut [Sprite], low_effects: bool, outline: bool) {
+    for s in out.iter_mut() {
+        if low_effects || (outline && s.params[0] <= SH_RING && s.params[3] == 1.0) {
+            s.params[1] = 0.0;
+        }
+    }
 }
 
 /// Builds the frame's sprites into `out` (cleared first). Bullets go last so they are on
@@ -288,7 +354,8 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 size: [r, r],
                 dir: [vx, vy],
                 color,
-                params: [shape, glow, 0.85, 1.0],
+                // Both kinds are clipped to the arena; only enemy bullets get the outline.
+                params: [shape, glow, 0.85, if pass == Team::Player { 2.0 } else { 1.0 }],
             });
         }
     }

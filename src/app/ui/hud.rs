@@ -43,6 +43,10 @@ pub struct HudState {
     /// The keys that leave after death ("F / B") and that enter a portal ("E / A").
     pub leave_key: String,
     pub interact_key: String,
+    /// Damage numbers: text, where (screen points), age 0..1, taken by us (red) or dealt.
+    pub damage: Vec<(String, Pos2, f32, bool)>,
+    /// Health bars over wounded enemies: centre of the bar (screen points), width, HP fraction.
+    pub health_bars: Vec<(Pos2, f32, f32)>,
 }
 
 /// What the player asked for from the HUD.
@@ -84,6 +88,31 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             FontId::proportional(13.0),
             Color32::from_gray(215),
         );
+    }
+    for (at, w, frac) in &hud.health_bars {
+        let r = Rect::from_center_size(*at, EVec2::new(*w, 5.0));
+        p.rect_filled(r.expand(1.0), 2.0, Color32::from_rgba_unmultiplied(0, 0, 0, 200));
+        let mut f = r;
+        f.set_width(r.width() * frac.clamp(0.0, 1.0));
+        p.rect_filled(f, 2.0, Color32::from_rgb(240, 90, 80));
+    }
+    // Damage numbers rise and fade.
+    for (text, at, age, taken) in &hud.damage {
+        let a = ((1.0 - age) * 255.0).clamp(0.0, 255.0) as u8;
+        let (col, size) = if *taken {
+            (Color32::from_rgba_unmultiplied(255, 90, 90, a), 17.0)
+        } else {
+            (Color32::from_rgba_unmultiplied(255, 240, 200, a), 14.0)
+        };
+        let at = *at + EVec2::new(0.0, -14.0 - 34.0 * age);
+        p.text(
+            at + EVec2::new(1.0, 1.0),
+            Align2::CENTER_BOTTOM,
+            text,
+            FontId::proportional(size),
+            Color32::from_rgba_unmultiplied(0, 0, 0, a),
+        );
+        p.text(at, Align2::CENTER_BOTTOM, text, FontId::proportional(size), col);
     }
     // Own HP, bottom left.
     let hp_rect = Rect::from_min_size(Pos2::new(16.0, screen.bottom() - 40.0), EVec2::new(260.0, 22.0));

@@ -5,7 +5,7 @@
 
 use egui::{Align, Color32, Layout, RichText};
 
-use crate::app::settings::{Action, Settings};
+use crate::app::settings::{Action, BulletColours, Section, Settings, WindowMode, WINDOW_SIZES};
 use crate::content::Content;
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -15,6 +15,7 @@ pub enum Page {
     Join,
     Settings,
     Mods,
+    Credits,
 }
 
 #[derive(Default)]
@@ -26,6 +27,8 @@ pub struct MenuState {
     /// The last join failed on a changed server key: the address and the key it
     /// presented, to offer trusting exactly that key.
     pub key_changed_for: Option<(String, Option<[u8; 32]>)>,
+    /// The settings page's open section.
+    pub section: Section,
     /// Waiting for the next input to bind to this slot of this action.
     pub rebinding: Option<(Action, usize)>,
     /// The input pressed for `rebinding` belongs to another action: (action, slot, input,
@@ -95,7 +98,7 @@ pub enum MenuAction {
     ModsChanged,
 }
 
-fn big(text: &str) -> egui::Button<'static> {
+pub fn big(text: &str) -> egui::Button<'static> {
     egui::Button::new(RichText::new(text.to_string()).size(22.0)).min_size(egui::vec2(300.0, 44.0))
 }
 
@@ -122,6 +125,24 @@ pub fn main_menu(
 ) -> Option<MenuAction> {
     let mut action = None;
     egui::CentralPanel::default().frame(egui::Frame::NONE).show(root, |ui| {
+        // A dark band behind the column, over the title screen's live fight.
+        let r = ui.max_rect();
+        let w: f32 = if st.page == Page::Settings { 940.0 } else { 560.0 };
+        ui.painter().rect_filled(
+            egui::Rect::from_center_size(r.center(), egui::vec2(w.min(r.width()), r.height() + 40.0)),
+            0.0,
+            Color32::from_black_alpha(120),
+        );
+        // Nothing has the focus (B or Esc took it away, or the mouse clicked the
+        // background): the d-pad brings it back to the page's first widget.
+        let arrows = ui.input(|i| {
+            [egui::Key::ArrowUp, egui::Key::ArrowDown, egui::Key::ArrowLeft, egui::Key::ArrowRight]
+                .iter()
+                .any(|k| i.key_pressed(*k))
+        });
+        if arrows && ui.ctx().memory(|m| m.focused().is_none()) {
+            st.focus_pending = true;
+        }
         ui.with_layout(Layout::top_down(Align::Center), |ui| {
             ui.add_space(40.0);
             ui.label(RichText::new("HAILFIRE").size(56.0).strong().color(Color32::from_rgb(255, 120, 150)));
@@ -161,9 +182,21 @@ pub fn main_menu(
                     if ui.add(big("Mods")).clicked() {
                         st.go(Page::Mods);
                     }
+                    if ui.add(big("Credits")).clicked() {
+                        st.go(Page::Credits);
+                    }
                     if ui.add(big("Quit")).clicked() {
                         action = Some(MenuAction::Quit);
                     }
+                    ui.add_space(16.0);
+                    ui.label(
+                        RichText::new(format!(
+                            "version {} · protocol {}",
+                            env!("CARGO_PKG_VERSION"),
+                            crate::protocol::PROTOCOL_VERSION
+                        ))
+                        .color(Color32::from_gray(130)),
+                    );
                 }
                 Page::Join => {
                     ui.label(RichText::new("Join a friend").size(26.0));
@@ -276,6 +309,14 @@ pub fn main_menu(
                         st.go(Page::Main);
                     }
                 }
+                Page::Credits => {
+                    credits_page(ui);
+                    let b = ui.add(big("Back"));
+                    st.focus_first(&b);
+                    if b.clicked() {
+                        st.go(Page::Main);
+                    }
+                }
                 Page::Mods => {
                     if mods_page(ui, content, settings) {
                         action = Some(MenuAction::ModsChanged);
@@ -292,82 +333,202 @@ pub fn main_menu(
     action
 }
 
-/// Returns whether anything changed.
+/// A switch whose value is said in words.
+fn switch(ui: &mut egui::Ui, v: &mut bool) -> bool {
+    let text = if *v { "On" } else { "Off" };
+    ui.checkbox(v, text).changed()
+}
+
+/// A 0..1 slider shown as a percentage.
+fn percent(ui: &mut egui::Ui, v: &mut f32) -> egui::Response {
+    ui.add(egui::Slider::new(v, 0.0..=1.0).step_by(0.05).custom_formatter(|x, _| format!("{:.0} %", x * 100.0)))
+}
+
+/// The settings page, in sections. Returns whether anything changed.
 pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) -> bool {
     let mut changed = false;
     ui.label(RichText::new("Settings").size(26.0));
+    ui.label(RichText::new("Page Up / Page Down or LB / RB: sections").color(Color32::from_gray(140)));
+    ui.add_space(4.0);
+    // Page Up/Down (the pad's bumpers) switch sections; the section's first setting takes
+    // the focus.
+    let step = ui.input(|i| i.key_pressed(egui::Key::PageDown) as i32 - i.key_pressed(egui::Key::PageUp) as i32);
+    if step != 0 {
+        let at = Section::ALL.iter().position(|x| *x == st.section).unwrap_or(0) as i32;
+        st.section = Section::ALL[(at + step).rem_euclid(Section::ALL.len() as i32) as usize];
+        st.rebinding = None;
+        st.conflict = None;
+        st.focus_pending = true;
+    }
+    ui.horizontal(|ui| {
+        let tab_w = 128.0;
+        ui.add_space(((ui.available_width() - tab_w * Section::ALL.len() as f32) / 2.0).max(0.0));
+        for sec in Section::ALL {
+            let r = ui.add(
+                egui::Button::new(RichText::new(sec.label()).size(17.0))
+                    .selected(st.section == sec)
+                    .min_size(egui::vec2(tab_w - 8.0, 32.0)),
+            );
+            if r.clicked() {
+                st.section = sec;
+                st.rebinding = None;
+                st.conflict = None;
+            }
+        }
+    });
+    ui.add_space(6.0);
     egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
         // A centred column with a margin, not labels against the window's edge.
         ui.horizontal(|ui| {
-            ui.add_space(((ui.available_width() - 860.0) / 2.0).max(24.0));
+            ui.add_space(((ui.available_width() - 760.0) / 2.0).max(24.0));
             ui.vertical(|ui| {
-                egui::Grid::new(egui::Id::unique("settings")).num_columns(2).spacing([24.0, 8.0]).show(ui, |ui| {
-                    ui.label("Name");
-                    let r = ui.add(egui::TextEdit::singleline(&mut s.name).char_limit(24));
-                    st.focus_first(&r);
-                    changed |= r.changed();
-                    ui.end_row();
-                    for (label, v) in [
-                        ("Master volume", &mut s.master_volume),
-                        ("Effects", &mut s.sfx_volume),
-                        ("Music", &mut s.music_volume),
-                    ] {
-                        ui.label(label);
-                        changed |= ui.add(egui::Slider::new(v, 0.0..=1.0).show_value(true)).changed();
-                        ui.end_row();
-                    }
-                    ui.label("Fullscreen");
-                    changed |= ui.checkbox(&mut s.fullscreen, "").changed();
-                    ui.end_row();
-                    ui.label("Vsync");
-                    changed |= ui.checkbox(&mut s.vsync, "").changed();
-                    ui.end_row();
-                    ui.label("Show the network overlay");
-                    changed |= ui.checkbox(&mut s.show_net_overlay, "").changed();
-                    ui.end_row();
-                    ui.label("Reload saved mods while hosting");
-                    changed |= ui.checkbox(&mut s.watch_mods, "").changed();
-                    ui.end_row();
-                    ui.label("Host on UDP port");
-                    changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
-                    ui.end_row();
-                    ui.label(RichText::new("Controls").size(18.0));
-                    ui.label(
-                        RichText::new("Click a binding to replace it, + to add one, × to remove it.")
-                            .color(Color32::from_gray(150)),
-                    );
-                    ui.end_row();
-                    for a in Action::ALL {
-                        ui.label(a.label());
+                let grid = egui::Grid::new(egui::Id::unique("settings"))
+                    .num_columns(2)
+                    .spacing([24.0, 10.0])
+                    .min_col_width(220.0);
+                match st.section {
+                    Section::Video => grid.show(ui, |ui| {
+                        ui.label("Window");
                         ui.horizontal(|ui| {
-                            let keys = s.bindings.get(&a).cloned().unwrap_or_default();
-                            for slot in 0..=keys.len() {
-                                let waiting = st.rebinding == Some((a, slot));
-                                let text = match (waiting, keys.get(slot)) {
-                                    (true, _) => "press…".to_string(),
-                                    (false, Some(k)) => crate::app::input::display_name(k, st.pad_family),
-                                    (false, None) => "+".to_string(),
-                                };
-                                let b = ui.add(egui::Button::new(RichText::new(text).monospace()).selected(waiting));
-                                if b.clicked() {
-                                    st.rebinding = if waiting { None } else { Some((a, slot)) };
-                                    st.conflict = None;
+                            for m in WindowMode::ALL {
+                                let r = ui.selectable_value(&mut s.window_mode, m, m.label());
+                                if m == s.window_mode {
+                                    st.focus_first(&r);
                                 }
-                                if slot < keys.len()
-                                    && !waiting
-                                    && ui.small_button("×").on_hover_text("Remove").clicked()
-                                {
-                                    s.clear_slot(a, slot);
-                                    changed = true;
-                                }
-                            }
-                            if st.rebinding.is_some_and(|(r, _)| r == a) {
-                                ui.label(RichText::new("Esc cancels").color(Color32::from_gray(150)));
+                                changed |= r.changed();
                             }
                         });
                         ui.end_row();
-                    }
-                });
+                        ui.label("Window size (windowed)");
+                        ui.horizontal_wrapped(|ui| {
+                            for size in WINDOW_SIZES {
+                                let label = format!("{} × {}", size[0], size[1]);
+                                changed |= ui.selectable_value(&mut s.window_size, size, label).changed();
+                            }
+                        });
+                        ui.end_row();
+                        ui.label("Interface size");
+                        changed |= ui
+                            .add(
+                                egui::Slider::new(&mut s.ui_scale, 0.75..=2.0)
+                                    .step_by(0.05)
+                                    .custom_formatter(|x, _| format!("{:.0} %", x * 100.0)),
+                            )
+                            .changed();
+                        ui.end_row();
+                        ui.label("Vsync (wait for the display: no tearing)");
+                        changed |= switch(ui, &mut s.vsync);
+                        ui.end_row();
+                        ui.label("Frame rate cap");
+                        ui.horizontal(|ui| {
+                            changed |= ui.selectable_value(&mut s.frame_cap, 60, "60 (every game tick)").changed();
+                            changed |= ui.selectable_value(&mut s.frame_cap, 30, "30 (saves power)").changed();
+                        });
+                        ui.end_row();
+                        ui.label("Low effects (no glow; for software rendering)");
+                        changed |= switch(ui, &mut s.low_effects);
+                        ui.end_row();
+                    }),
+                    Section::Audio => grid.show(ui, |ui| {
+                        for (label, v) in [
+                            ("Master volume", &mut s.master_volume),
+                            ("Effects", &mut s.sfx_volume),
+                            ("Music", &mut s.music_volume),
+                        ] {
+                            ui.label(label);
+                            let r = percent(ui, v);
+                            st.focus_first(&r);
+                            changed |= r.changed();
+                            ui.end_row();
+                        }
+                        ui.label("Mute all sound");
+                        changed |= switch(ui, &mut s.muted);
+                        ui.end_row();
+                    }),
+                    Section::Controls => grid.show(ui, |ui| {
+                        ui.label(RichText::new("Click a binding to replace it").color(Color32::from_gray(150)));
+                        ui.label(RichText::new("+ adds one, × removes it, Esc cancels").color(Color32::from_gray(150)));
+                        ui.end_row();
+                        for a in Action::ALL {
+                            ui.label(a.label());
+                            ui.horizontal(|ui| {
+                                let keys = s.bindings.get(&a).cloned().unwrap_or_default();
+                                for slot in 0..=keys.len() {
+                                    let waiting = st.rebinding == Some((a, slot));
+                                    let text = match (waiting, keys.get(slot)) {
+                                        (true, _) => "press…".to_string(),
+                                        (false, Some(k)) => crate::app::input::display_name(k, st.pad_family),
+                                        (false, None) => "+".to_string(),
+                                    };
+                                    let b =
+                                        ui.add(egui::Button::new(RichText::new(text).monospace()).selected(waiting));
+                                    st.focus_first(&b);
+                                    if b.clicked() {
+                                        st.rebinding = if waiting { None } else { Some((a, slot)) };
+                                        st.conflict = None;
+                                    }
+                                    if slot < keys.len()
+                                        && !waiting
+                                        && ui.small_button("×").on_hover_text("Remove").clicked()
+                                    {
+                                        s.clear_slot(a, slot);
+                                        changed = true;
+                                    }
+                                }
+                            });
+                            ui.end_row();
+                        }
+                    }),
+                    Section::Network => grid.show(ui, |ui| {
+                        ui.label("Your name");
+                        let r = ui.add(egui::TextEdit::singleline(&mut s.name).char_limit(24));
+                        st.focus_first(&r);
+                        changed |= r.changed();
+                        ui.end_row();
+                        ui.label("Host on UDP port");
+                        changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
+                        ui.end_row();
+                        ui.label("Network overlay (ping, loss, traffic)");
+                        changed |= switch(ui, &mut s.show_net_overlay);
+                        ui.end_row();
+                        ui.label("Reload saved mods while hosting");
+                        changed |= switch(ui, &mut s.watch_mods);
+                        ui.end_row();
+                    }),
+                    Section::Accessibility => grid.show(ui, |ui| {
+                        ui.label("Outline around enemy bullets");
+                        let text = if s.bullet_outline { "On" } else { "Off" };
+                        let r = ui.checkbox(&mut s.bullet_outline, text);
+                        st.focus_first(&r);
+                        changed |= r.changed();
+                        ui.end_row();
+                        ui.label("Bullet colours");
+                        ui.horizontal(|ui| {
+                            changed |=
+                                ui.selectable_value(&mut s.bullet_colours, BulletColours::Mod, "As designed").changed();
+                            changed |= ui
+                                .selectable_value(
+                                    &mut s.bullet_colours,
+                                    BulletColours::ColourBlind,
+                                    "Colour-blind friendly (red-green)",
+                                )
+                                .changed();
+                        });
+                        ui.end_row();
+                        ui.label("Screen shake when hit");
+                        changed |= switch(ui, &mut s.screen_shake);
+                        ui.end_row();
+                        ui.label("Reduced flashing");
+                        changed |= switch(ui, &mut s.reduced_flashing);
+                        ui.end_row();
+                        ui.label("Damage numbers");
+                        changed |= switch(ui, &mut s.damage_numbers);
+                        ui.end_row();
+                        ui.label("Enemy health bars");
+                        changed |= switch(ui, &mut s.enemy_health_bars);
+                        ui.end_row();
+                    }),
+                };
                 if let Some((a, slot, input, other)) = st.conflict.clone() {
                     ui.horizontal(|ui| {
                         ui.label(
@@ -388,8 +549,9 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         }
                     });
                 }
-                if ui.button("Reset controls to the defaults").clicked() {
-                    s.reset_controls();
+                ui.add_space(8.0);
+                if ui.button(format!("Reset {} to the defaults", st.section.label().to_lowercase())).clicked() {
+                    s.reset_section(st.section);
                     st.conflict = None;
                     changed = true;
                 }
@@ -397,6 +559,24 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
         });
     });
     changed
+}
+
+/// Who made the game and what it is built with.
+fn credits_page(ui: &mut egui::Ui) {
+    ui.label(RichText::new("Credits").size(26.0));
+    ui.add_space(6.0);
+    let dim = Color32::from_gray(175);
+    for (head, body) in [
+        ("Hailfire", "made by the Hailfire team; code under MIT or Apache-2.0"),
+        ("Art and sound", "every sprite drawn by a shader, every sound synthesised in code"),
+        ("Engine", "Rust, wgpu, winit, egui, kira, gilrs, rusty_enet, Lua 5.4 through mlua"),
+        ("Fonts", "Ubuntu (Ubuntu Font Licence), Hack (MIT), Noto Emoji (OFL), emoji icons (MIT)"),
+    ] {
+        ui.label(RichText::new(head).size(18.0).strong());
+        ui.label(RichText::new(body).color(dim));
+        ui.add_space(6.0);
+    }
+    ui.label(RichText::new(crate::crash::version_line()).monospace().color(dim));
 }
 
 /// The installed mods, each with a switch for hosting. Returns whether one was switched.
@@ -449,6 +629,7 @@ fn mods_page(ui: &mut egui::Ui, content: &Content, settings: &mut Settings) -> b
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GameMenuAction {
     Resume,
+    Settings,
     ReturnToHub,
     Disconnect,
     Quit,
@@ -480,6 +661,9 @@ pub fn game_menu(
                 if r.clicked() {
                     action = Some(GameMenuAction::Resume);
                 }
+                if ui.add(big("Settings")).clicked() {
+                    action = Some(GameMenuAction::Settings);
+                }
                 if in_dungeon {
                     if ui.add(big("Return to hub")).clicked() {
                         action = Some(GameMenuAction::ReturnToHub);
@@ -500,6 +684,13 @@ pub fn game_menu(
                 }
                 if let Some(h) = host_info {
                     ui.label(RichText::new(h).color(Color32::from_gray(170)));
+                    // "IP:PORT" of "friends join at IP:PORT (…)", ready to paste in a chat.
+                    let addr = h.split("join at ").nth(1).and_then(|r| r.split_whitespace().next());
+                    if let Some(a) = addr {
+                        if ui.button(format!("Copy {a}")).on_hover_text("Copy the address friends join").clicked() {
+                            ui.ctx().copy_text(a.to_string());
+                        }
+                    }
                 }
                 if let Some(players) = players.filter(|p| !p.is_empty()) {
                     ui.add_space(8.0);
