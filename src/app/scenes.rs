@@ -191,6 +191,8 @@ fn menu_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> any
         cam = a.sprites(size, 0.0, &mut sprites).unwrap_or(cam);
     }
     let mut st = MenuState::default();
+    // Not this machine's address: the scene is the same everywhere.
+    st.lan_ip = std::sync::OnceLock::from(None);
     let mut settings = Settings::default();
     if name == "settings" {
         st.go(Page::Settings);

@@ -73,7 +73,7 @@ const DAMAGE_MERGE: f32 = 0.2;
 const NOTICE_SECONDS: f32 = 10.0;
 
 /// The address friends can use: the machine's LAN address if it has one.
-fn lan_ip() -> Option<std::net::IpAddr> {
+pub fn lan_ip() -> Option<std::net::IpAddr> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
     s.connect("10.255.255.255:9").ok()?;
     s.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())

@@ -42,6 +42,9 @@ pub struct MenuState {
     focus_pending: bool,
     /// Servers on the local network, asked again every few seconds while Join is open.
     pub lan: LanList,
+    /// This machine's address on the local network, looked up once (for "Friends join
+    /// you at").
+    pub(crate) lan_ip: std::sync::OnceLock<Option<std::net::IpAddr>>,
 }
 
 /// The Join page's list of servers on the local network (and this machine): a status
@@ -127,11 +130,15 @@ pub fn main_menu(
     egui::CentralPanel::default().frame(egui::Frame::NONE).show(root, |ui| {
         // A dark band behind the column, over the title screen's live fight.
         let r = ui.max_rect();
-        let w: f32 = if st.page == Page::Settings { 940.0 } else { 560.0 };
+        let (w, a): (f32, u8) = match st.page {
+            Page::Main => (560.0, 120),
+            Page::Settings => (940.0, 210),
+            _ => (620.0, 190),
+        };
         ui.painter().rect_filled(
             egui::Rect::from_center_size(r.center(), egui::vec2(w.min(r.width()), r.height() + 40.0)),
             0.0,
-            Color32::from_black_alpha(120),
+            Color32::from_black_alpha(a),
         );
         // Nothing has the focus (B or Esc took it away, or the mouse clicked the
         // background): the d-pad brings it back to the page's first widget.
@@ -165,10 +172,12 @@ pub fn main_menu(
                     if h.clicked() {
                         action = Some(MenuAction::Host);
                     }
-                    ui.label(
-                        RichText::new(format!("Friends join you on UDP port {}", settings.host_port))
-                            .color(Color32::from_gray(160)),
-                    );
+                    let port = settings.host_port;
+                    let line = match st.lan_ip.get_or_init(crate::app::session::lan_ip) {
+                        Some(ip) => format!("Friends join you at {ip}:{port} (UDP)"),
+                        None => format!("Friends join you on UDP port {port}"),
+                    };
+                    ui.label(RichText::new(line).color(Color32::from_gray(160)));
                     ui.add_space(6.0);
                     if ui.add(big("Join")).clicked() {
                         if st.join_addr.is_empty() {
