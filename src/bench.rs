@@ -158,18 +158,128 @@ pub fn boss_fight(content: &Content, ticks_per_phase: u32) -> BenchResult {
     tally.result("(a) Warden fight, 4 players", nanos.load(Ordering::Relaxed))
 }
 
-const STRESS_EMITTER: &str = r#"
--- Stress: 100 bullets a tick with a 100-tick life keeps 10,000 in the air.
+/// Stress: `per_tick` bullets a tick (in rings of at most 500) with a 100-tick life keeps
+/// `100 * per_tick` in the air.
+fn stress_emitter(per_tick: u32) -> String {
+    let rings = per_tick.div_ceil(500).max(1);
+    let n = (per_tick / rings).max(1);
+    format!(
+        r#"
 local a = 0
 while true do
-  ring{n = 100, angle = a, speed = 1.5, kind = "orb_small", lifetime = 100, turn = 0.2}
+  for k = 1, {rings} do
+    ring{{n = {n}, angle = a + k * 0.37, speed = 1.5, kind = "orb_small", lifetime = 100, turn = 0.2}}
+  end
   a = a + 3.7
   wait(1)
 end
-"#;
+"#
+    )
+}
 
 /// (b) A stress arena with 10,000 live bullets and four players weaving through them.
 pub fn stress(content: &Content, ticks: u32) -> BenchResult {
+    stress_n(content, 10_000, ticks).0
+}
+
+/// The yardstick for the bullet pool: the least any engine must do per bullet per tick,
+/// written plainly as one scalar loop over a struct of arrays (turn by a fixed rotation,
+/// acceleration with a speed cap, move, count down the lifetime, leave the arena, and a
+/// circle test against four players), on a copy of the very bullets the stress arena
+/// holds. The stress tick divided by this loop's cost for as many bullets is the ratio the
+/// bench reports: what the real engine spends beyond the bare physics (spawning from Lua,
+/// events, the hit grid, removing dead bullets, players).
+pub struct Reference {
+    x: Vec<f32>,
+    y: Vec<f32>,
+    vx: Vec<f32>,
+    vy: Vec<f32>,
+    accel: Vec<f32>,
+    max_speed: Vec<f32>,
+    turn_cos: Vec<f32>,
+    turn_sin: Vec<f32>,
+    radius: Vec<f32>,
+    life: Vec<u32>,
+}
+
+impl Reference {
+    pub fn of(pool: &crate::sim::bullets::BulletPool) -> Reference {
+        let live: Vec<usize> = (0..pool.len()).filter(|&i| pool.is_alive(i)).collect();
+        let pick = |v: &[f32]| live.iter().map(|&i| v[i]).collect::<Vec<f32>>();
+        Reference {
+            x: pick(&pool.x),
+            y: pick(&pool.y),
+            vx: pick(&pool.vx),
+            vy: pick(&pool.vy),
+            accel: pick(&pool.accel),
+            max_speed: pick(&pool.max_speed),
+            turn_cos: pick(&pool.turn_cos),
+            turn_sin: pick(&pool.turn_sin),
+            radius: pick(&pool.radius),
+            // Long enough to outlast the measurement: the count stays the same.
+            life: vec![1_000_000; live.len()],
+        }
+    }
+
+    /// One tick; returns how many bullets hit a player.
+    pub fn tick(&mut self, bounds: Vec2, players: &[(Vec2, f32); 4]) -> u32 {
+        let mut hits = 0;
+        for i in 0..self.x.len() {
+            if self.life[i] == 0 {
+                continue;
+            }
+            let (c, s) = (self.turn_cos[i], self.turn_sin[i]);
+            let (mut vx, mut vy) = (self.vx[i] * c - self.vy[i] * s, self.vx[i] * s + self.vy[i] * c);
+            if self.accel[i] != 0.0 {
+                let sp = (vx * vx + vy * vy).sqrt();
+                if sp > 0.0 {
+                    let k = (sp + self.accel[i]).clamp(0.0, self.max_speed[i]) / sp;
+                    vx *= k;
+                    vy *= k;
+                }
+            }
+            self.vx[i] = vx;
+            self.vy[i] = vy;
+            self.x[i] += vx;
+            self.y[i] += vy;
+            self.life[i] -= 1;
+            let (x, y, r) = (self.x[i], self.y[i], self.radius[i]);
+            if x < -r || y < -r || x > bounds.x + r || y > bounds.y + r {
+                self.life[i] = 0;
+                continue;
+            }
+            for (p, pr) in players {
+                let (dx, dy) = (x - p.x, y - p.y);
+                if dx * dx + dy * dy <= (r + pr) * (r + pr) {
+                    hits += 1;
+                    break;
+                }
+            }
+        }
+        hits
+    }
+
+    pub fn live(&self) -> usize {
+        self.life.iter().filter(|&&l| l > 0).count()
+    }
+}
+
+/// The reference loop's cost in nanoseconds per live bullet per tick, over `ticks` ticks.
+pub fn reference_ns_per_bullet(mut r: Reference, bounds: Vec2, players: &[(Vec2, f32); 4], ticks: u32) -> f64 {
+    let (mut nanos, mut bullets, mut hits) = (0u128, 0u64, 0u64);
+    for _ in 0..ticks {
+        bullets += r.live() as u64;
+        let t = Instant::now();
+        hits += r.tick(bounds, players) as u64;
+        nanos += t.elapsed().as_nanos();
+    }
+    std::hint::black_box(hits);
+    nanos as f64 / bullets.max(1) as f64
+}
+
+/// A stress arena with `bullets` live bullets (100 a tick per 10,000) and four players
+/// weaving through them; also the reference loop on a copy of its bullets (ns per bullet).
+pub fn stress_n(content: &Content, bullets: u32, ticks: u32) -> (BenchResult, f64) {
     let mut defs: Defs = (*content.defs).clone();
     defs.enemies.insert(
         "bench_stress".into(),
@@ -205,7 +315,7 @@ pub fn stress(content: &Content, ticks: u32) -> BenchResult {
             id: "bench_stress".into(),
             mod_id: "bench".into(),
             path: "<bench>".into(),
-            source: STRESS_EMITTER.into(),
+            source: stress_emitter(bullets.div_ceil(100)),
         },
     );
     let defs = Arc::new(defs);
@@ -236,7 +346,73 @@ pub fn stress(content: &Content, ticks: u32) -> BenchResult {
             world.step();
         }
     }
-    tally.result("(b) stress arena, 10,000 bullets", nanos.load(Ordering::Relaxed))
+    let i = &world.instances[&inst];
+    let players: Vec<(Vec2, f32)> =
+        i.players.iter().map(|p| (p.pos, crate::sim::config::PLAYER_HITBOX_RADIUS)).collect();
+    let four = [0, 1, 2, 3].map(|k| players.get(k).copied().unwrap_or((Vec2::new(-999.0, -999.0), 0.0)));
+    let reference = reference_ns_per_bullet(Reference::of(&i.bullets), i.arena, &four, ticks.clamp(50, 400));
+    let name = format!("(b) stress arena, {} bullets", group_digits(bullets as u64));
+    (tally.result(&name, nanos.load(Ordering::Relaxed)), reference)
+}
+
+/// 100000 -> "100,000".
+pub fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (k, c) in s.chars().enumerate() {
+        if k > 0 && (s.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One row of the bullet scaling table: the stress tick against the reference loop.
+#[derive(Debug, Clone)]
+pub struct Scaling {
+    pub bullets: f64,
+    pub ms_per_tick: f64,
+    pub ns_per_bullet: f64,
+    pub reference_ns_per_bullet: f64,
+}
+
+impl Scaling {
+    pub fn ratio(&self) -> f64 {
+        self.ns_per_bullet / self.reference_ns_per_bullet.max(1e-9)
+    }
+}
+
+impl std::fmt::Display for Scaling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>9} bullets: {:>8.4} ms/tick, {:>6.2} ns/bullet; reference loop {:>5.2} ns/bullet; ratio {:>5.2}",
+            group_digits(self.bullets.round() as u64),
+            self.ms_per_tick,
+            self.ns_per_bullet,
+            self.reference_ns_per_bullet,
+            self.ratio()
+        )
+    }
+}
+
+/// The stress arena at each count in `counts`, each with its reference ratio (`ticks`
+/// measured ticks, or 0 for [`stress_ticks`]).
+pub fn scaling(content: &Content, counts: &[u32], ticks: u32, quick: bool) -> Vec<Scaling> {
+    counts
+        .iter()
+        .map(|&n| {
+            let t = if ticks == 0 { stress_ticks(n, quick) } else { ticks };
+            let (r, reference) = stress_n(content, n, t);
+            Scaling {
+                bullets: r.mean_bullets,
+                ms_per_tick: r.ms_per_tick,
+                ns_per_bullet: r.ms_per_tick * 1e6 / r.mean_bullets.max(1.0),
+                reference_ns_per_bullet: reference,
+            }
+        })
+        .collect()
 }
 
 /// Seconds a lone player survives the Warden's opening phase, from arrival (spawn grace
@@ -279,8 +455,18 @@ pub fn mean_survival(content: &Content, drifting: bool, seeds: u64) -> f64 {
 }
 
 pub fn run_all(content: &Content, quick: bool) -> Vec<BenchResult> {
-    let (per_phase, stress_ticks) = if quick { (200, 200) } else { (1200, 1800) };
-    vec![boss_fight(content, per_phase), stress(content, stress_ticks)]
+    let (per_phase, _) = if quick { (200, 200) } else { (1200, 1800) };
+    vec![boss_fight(content, per_phase)]
+}
+
+/// Ticks measured for a stress arena of `bullets` (fewer for the largest).
+pub fn stress_ticks(bullets: u32, quick: bool) -> u32 {
+    let full = if bullets > 20_000 { 300 } else { 1800 };
+    if quick {
+        full / 6
+    } else {
+        full
+    }
 }
 
 /// What a four-player boss fight costs on the network, per client.
@@ -813,4 +999,137 @@ fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
     let d = std::env::temp_dir().join(format!("hailfire-bench-{}", std::process::id()));
     std::fs::create_dir_all(&d)?;
     Ok(d)
+}
+
+/// `hailfire bench --instances N`: N concurrent Warden fights of four scripted players each
+/// in one world, on 1, 2, 4 … `threads` simulation threads.
+#[derive(Debug, Clone)]
+pub struct InstancesBench {
+    pub instances: usize,
+    pub threads: usize,
+    pub ticks: u32,
+    pub ms_per_tick: f64,
+    /// Share of the tick's CPU time spent in Lua (summed over threads).
+    pub lua_share: f64,
+    pub mean_bullets: f64,
+    /// Resident memory the fights added, per instance (Linux; None elsewhere).
+    pub kib_per_instance: Option<f64>,
+    /// How much faster than the same fights on one thread.
+    pub speedup: f64,
+}
+
+impl std::fmt::Display for InstancesBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} Warden fights ({} players), {} thread{}: {:.3} ms/tick ({:.2} µs per fight, {:.0} % of the 16.7 ms budget; Lua {:.0} %; {:.0} bullets per fight; x{:.2} of one thread)",
+            self.instances,
+            self.instances * 4,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.ms_per_tick,
+            self.ms_per_tick * 1000.0 / self.instances.max(1) as f64,
+            self.ms_per_tick / (1000.0 / 60.0) * 100.0,
+            self.lua_share * 100.0,
+            self.mean_bullets,
+            self.speedup
+        )?;
+        if let Some(k) = self.kib_per_instance {
+            write!(f, "; memory {k:.0} KiB per fight ({:.0} MiB in all)", k * self.instances as f64 / 1024.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// This process's resident memory, KiB (Linux).
+fn own_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// N Warden fights in one world, every boss phase in turn, the players firing and kept
+/// alive; measured on 1, 2, 4 … `threads` threads, each on a fresh world (the same fights,
+/// so the same work).
+pub fn instances(content: &Content, n: u32, threads: usize, quick: bool) -> Vec<InstancesBench> {
+    let nanos = Arc::new(AtomicU64::new(0));
+    let players = n * 4;
+    let build = || {
+        let factory = Arc::new(TimedFactory { inner: content.script_factory(), nanos: nanos.clone() });
+        let mut world = World::new(content.defs.clone(), factory, 3);
+        for id in 1..=players {
+            world.add_player(id, "bot");
+            world.enter_dungeon(id, "warden_keep");
+        }
+        let defs = world.defs.clone();
+        let fights: Vec<crate::sim::InstanceId> = world.instances.keys().copied().filter(|i| *i != world.hub).collect();
+        let t0 = world.tick;
+        for i in &fights {
+            world.instances.get_mut(i).expect("fight").start_boss(&defs, t0, &mut Vec::new());
+        }
+        (world, fights)
+    };
+    let defs = content.defs.clone();
+    let phases: Vec<f32> = defs.bosses["warden"].phases.iter().map(|p| p.hp_threshold).collect();
+    let ticks = if quick { 60 } else { 300 };
+    let step = |world: &mut World, fights: &[crate::sim::InstanceId], k: u32| -> (u128, u64) {
+        let t = world.tick + 1;
+        let frac = phases[(k as usize * phases.len() / ticks as usize).min(phases.len() - 1)];
+        for id in 1..=players {
+            let _ = world.queue_input(id, InputFrame { tick: t, mv: drift(t, id), aim: -90.0, buttons: BTN_FIRE });
+        }
+        let mut bullets = 0;
+        for i in fights {
+            if let Some(inst) = world.instances.get_mut(i) {
+                inst.force_boss_hp(&defs, frac - 0.01, &mut Vec::new());
+                inst.players.iter_mut().for_each(|p| p.hp = 100);
+                bullets += inst.bullets.len() as u64;
+            }
+        }
+        let start = Instant::now();
+        world.step();
+        (start.elapsed().as_nanos(), bullets)
+    };
+    let mut counts = vec![1];
+    while counts.last().is_some_and(|&c| c * 2 <= threads) {
+        counts.push(counts.last().copied().unwrap_or(1) * 2);
+    }
+    if counts.last() != Some(&threads) && threads > 1 {
+        counts.push(threads);
+    }
+    let mut out: Vec<InstancesBench> = Vec::new();
+    let mut kib = None;
+    for t in counts {
+        let before = own_rss_kib();
+        let (mut world, fights) = build();
+        if world.set_threads(t).is_err() {
+            break;
+        }
+        // Warm up: every fight's scripts running, the first bullets in the air.
+        for k in 0..60 {
+            step(&mut world, &fights, k);
+        }
+        if kib.is_none() {
+            kib = before.zip(own_rss_kib()).map(|(b, a)| a.saturating_sub(b) as f64 / fights.len().max(1) as f64);
+        }
+        nanos.store(0, Ordering::Relaxed);
+        let (mut wall, mut bullets) = (0u128, 0u64);
+        for k in 0..ticks {
+            let (w, b) = step(&mut world, &fights, k);
+            wall += w;
+            bullets += b;
+        }
+        let ms = wall as f64 / ticks as f64 / 1e6;
+        let one = out.first().map_or(ms, |r| r.ms_per_tick);
+        out.push(InstancesBench {
+            instances: fights.len(),
+            threads: t,
+            ticks,
+            ms_per_tick: ms,
+            lua_share: nanos.load(Ordering::Relaxed) as f64 / (wall as f64 * t as f64).max(1.0),
+            mean_bullets: bullets as f64 / ticks as f64 / fights.len().max(1) as f64,
+            kib_per_instance: kib,
+            speedup: one / ms.max(1e-12),
+        });
+    }
+    out
 }

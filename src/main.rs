@@ -42,6 +42,10 @@ struct Cli {
     /// datagram; 1: every tick, bullets up to 2 ticks sooner for ~0.4 KB/s more a player).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=6))]
     event_every: Option<u32>,
+    /// Threads that tick instances side by side (dedicated server; default: the machine's
+    /// cores minus one, at least one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
     /// Reload the dedicated server's mods when one of their files is saved: fights that
     /// start after the save use the new version, running ones finish on the old.
     #[arg(long)]
@@ -244,6 +248,18 @@ enum Command {
         /// cached) over ENet on loopback.
         #[arg(long)]
         join: bool,
+        /// Only the stress arena, at these live bullet counts (comma-separated, e.g.
+        /// 100,1000,10000,100000), each against the reference loop.
+        #[arg(long, value_delimiter = ',')]
+        bullets: Vec<u32>,
+        /// Only N concurrent Warden fights of four scripted players in one world: cost per
+        /// tick and per instance, the Lua share, memory per instance, and the scaling from
+        /// one thread to --threads.
+        #[arg(long)]
+        instances: Option<u32>,
+        /// Threads that tick instances (with --instances; default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -306,6 +322,9 @@ fn main() -> ExitCode {
         if let Some(n) = cli.event_every {
             eff.event_every = n;
         }
+        if let Some(n) = cli.threads {
+            eff.threads = n as usize;
+        }
         eff.mods.extend(cli.mods.iter().cloned());
         if let Some(p) = cli.password.clone().filter(|p| !p.is_empty()) {
             eff.password = p;
@@ -342,6 +361,7 @@ fn main() -> ExitCode {
             // A relative ban list lives beside the settings file.
             ban_list: Some(path.parent().map_or_else(|| eff.ban_list.clone(), |d| d.join(&eff.ban_list))),
             status_every: (eff.status_every_s > 0).then(|| std::time::Duration::from_secs(eff.status_every_s)),
+            threads: eff.sim_threads(),
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
@@ -438,6 +458,21 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Bench { quick, bullets, .. }) if !bullets.is_empty() => {
+            let content = hailfire::content::Content::load_default();
+            for s in hailfire::bench::scaling(&content, &bullets, 0, quick) {
+                println!("{s}");
+            }
+            ExitCode::SUCCESS
+        }
+        Some(Command::Bench { quick, instances: Some(n), threads, .. }) => {
+            let content = hailfire::content::Content::load_default();
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            for r in hailfire::bench::instances(&content, n, threads, quick) {
+                println!("{r}");
+            }
+            ExitCode::SUCCESS
+        }
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         #[cfg(feature = "desktop")]
         Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
@@ -773,6 +808,9 @@ fn bench(quick: bool, net: bool, render: bool) -> ExitCode {
     println!("hailfire bench ({} build)", if cfg!(debug_assertions) { "debug" } else { "release" });
     for r in hailfire::bench::run_all(&content, quick) {
         println!("{r}");
+    }
+    for s in hailfire::bench::scaling(&content, &[10_000, 100_000], 0, quick) {
+        println!("(b) stress arena {s}");
     }
     let seeds = if quick { 2 } else { 8 };
     let still = hailfire::bench::mean_survival(&content, false, seeds);

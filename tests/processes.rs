@@ -278,7 +278,9 @@ fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() 
     .unwrap();
     let log = dir.path().join("server.log");
     let port = free_port();
-    let mut server = dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str()]);
+    // Two simulation threads: the hostile fight and the bystander's tick side by side.
+    let mut server =
+        dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str(), "--threads".as_ref(), "2".as_ref()]);
     let cache = dir.path().join("cache");
     let bot_in = |dungeon: &str, name: &str| {
         hf(dir.path())
@@ -304,6 +306,7 @@ fn hostile_mods_on_a_real_server_are_stopped_and_every_instance_keeps_ticking() 
             "no error at a line of {name}.lua in the log:\n{s}"
         );
     }
+    assert!(s.contains("sim_threads=2"), "{s}");
     assert!(!s.contains("fell behind"), "a hostile mod stalled the server:\n{s}");
     assert!(!s.contains("panicked"));
     assert!(server.try_wait().unwrap().is_none(), "the server is still running");
@@ -481,6 +484,7 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
         "admin_password",
         "ban_list",
         "status_every_s",
+        "threads",
     ] {
         assert!(text.contains(&format!("\n{key} = ")), "{key} is in the default file:\n{text}");
     }
@@ -490,9 +494,13 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
         text.replace("max_players = 16", "max_players = 6").replace("password = \"\"", "password = \"sekrit\""),
     )
     .unwrap();
-    let out = hf(dir.path()).args(["--dedicated", "--print-config", "--event-every", "1"]).output().unwrap();
+    let out = hf(dir.path())
+        .args(["--dedicated", "--print-config", "--event-every", "1", "--threads", "3"])
+        .output()
+        .unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("max_players = 6") && shown.contains("event_every = 1"), "{shown}");
+    assert!(shown.contains("threads = 3"), "{shown}");
     assert!(!shown.contains("sekrit") && shown.contains("password = \"(set)\""), "{shown}");
     // A mistyped key: an error at its line, non-zero, nothing started.
     std::fs::write(&file, "name = \"x\"\nmax_playrs = 4\n").unwrap();

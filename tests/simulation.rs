@@ -420,7 +420,11 @@ fn bullet_bits_hash(w: &World) -> (u64, usize) {
     let mut n = 0;
     for inst in w.instances.values() {
         let p = &inst.bullets;
-        for i in 0..p.len() {
+        // In uid order: the pool's slot order is an implementation detail (removal is a
+        // swap-remove), the bullets' bits are what must not change.
+        let mut order: Vec<usize> = (0..p.len()).collect();
+        order.sort_by_key(|&i| p.uid[i]);
+        for i in order {
             for v in [p.uid[i], p.x[i].to_bits(), p.y[i].to_bits(), p.vx[i].to_bits(), p.vy[i].to_bits()] {
                 mix(v);
             }
@@ -491,7 +495,9 @@ fn stress_field_hash() -> (u64, usize) {
         pool.step(Vec2::new(4000.0, 4000.0));
     }
     let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for i in 0..pool.len() {
+    let mut order: Vec<usize> = (0..pool.len()).collect();
+    order.sort_by_key(|&i| pool.uid[i]);
+    for i in order {
         for v in [pool.uid[i], pool.x[i].to_bits(), pool.y[i].to_bits(), pool.vx[i].to_bits(), pool.vy[i].to_bits()] {
             for b in v.to_le_bytes() {
                 h ^= b as u64;
@@ -573,4 +579,52 @@ fn a_reload_mid_fight_leaves_the_running_fight_on_its_own_definitions() {
     let new = w.enter_dungeon(2, "warden_keep").unwrap();
     assert_ne!(new, old);
     assert_eq!(w.instances_on_old_content(), 1);
+}
+
+/// Several fights in three dungeons (24 players, bosses up, everyone firing), stepped with
+/// `threads` simulation threads: the world hash after every tick and every event in order.
+fn threaded_run(c: &Content, threads: usize, ticks: u32) -> (Vec<u64>, Vec<SimEvent>, usize) {
+    let mut w = World::new(c.defs.clone(), c.script_factory(), 77);
+    w.set_threads(threads).unwrap();
+    assert_eq!(w.threads(), threads.max(1));
+    let dungeons = ["warden_keep", "hollow_grove", "whirl_pit"];
+    for id in 1..=24u32 {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, dungeons[(id as usize - 1) / 8]);
+    }
+    let defs = w.defs.clone();
+    let t0 = w.tick;
+    let ids: Vec<InstanceId> = w.instances.keys().copied().filter(|i| *i != w.hub).collect();
+    for i in &ids {
+        w.instances.get_mut(i).unwrap().start_boss(&defs, t0, &mut Vec::new());
+    }
+    let (mut hashes, mut events) = (Vec::new(), Vec::new());
+    for t in 0..ticks {
+        for id in 1..=24u32 {
+            let f = InputFrame { tick: w.tick + 1, mv: compass(t, id), aim: (t * 7 % 360) as f32, buttons: BTN_FIRE };
+            let _ = w.queue_input(id, f);
+        }
+        for i in &ids {
+            if let Some(inst) = w.instances.get_mut(i) {
+                inst.players.iter_mut().for_each(|p| p.hp = 100);
+            }
+        }
+        events.extend(w.step().iter().cloned());
+        hashes.push(w.hash());
+    }
+    (hashes, events, ids.len())
+}
+
+#[test]
+fn instances_stepped_on_threads_give_the_same_world_as_one_thread() {
+    let c = base();
+    let (h1, e1, instances) = threaded_run(&c, 1, 300);
+    assert!(instances >= 4, "{instances} fights");
+    assert!(e1.iter().filter(|e| matches!(e, SimEvent::BulletHit { .. })).count() > 10, "the fights hit things");
+    for threads in [2, 4] {
+        let (h, e, _) = threaded_run(&c, threads, 300);
+        assert_eq!(h, h1, "world hash per tick, {threads} threads");
+        let first = e.iter().zip(&e1).position(|(a, b)| a != b);
+        assert!(first.is_none() && e.len() == e1.len(), "{threads} threads: events differ from event {first:?} on");
+    }
 }

@@ -24,6 +24,9 @@ pub struct ServerFile {
     pub admin_password: String,
     pub ban_list: PathBuf,
     pub status_every_s: u64,
+    /// Threads that tick instances side by side (0: the machine's cores minus one, at
+    /// least one).
+    pub threads: usize,
 }
 
 impl Default for ServerFile {
@@ -41,6 +44,7 @@ impl Default for ServerFile {
             admin_password: String::new(),
             ban_list: PathBuf::from("bans.toml"),
             status_every_s: 300,
+            threads: 0,
         }
     }
 }
@@ -81,7 +85,10 @@ pub fn default_text() -> String {
          ban_list = \"{}\"\n\n\
          # Log a status line (players, instances, tick cost, traffic) every this many\n\
          # seconds (0: never).\n\
-         status_every_s = {}\n",
+         status_every_s = {}\n\n\
+         # Threads that tick dungeon instances side by side (0: the machine's cores minus\n\
+         # one, at least one). Fights are independent; the result is the same with any number.\n\
+         threads = 0\n",
         d.name,
         d.bind,
         d.max_players,
@@ -103,6 +110,15 @@ pub fn default_path() -> PathBuf {
 }
 
 impl ServerFile {
+    /// The simulation threads to use: `threads`, or for 0 the machine's cores minus one
+    /// (one left for the network and the console), at least one.
+    pub fn sim_threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)),
+            n => n,
+        }
+    }
+
     /// Parses `text` (from `file`); the error names the file, line and column and what to fix.
     pub fn parse(text: &str, file: &str) -> Result<ServerFile, String> {
         let f: ServerFile = toml::from_str(text).map_err(|e| {
@@ -128,6 +144,9 @@ impl ServerFile {
             if value.len() > max {
                 return Err(format!("{key} is {} bytes long; at most {max}", value.len()));
             }
+        }
+        if self.threads > 256 {
+            return Err(format!("threads must be 0 (automatic) ..= 256, not {}", self.threads));
         }
         if !(1..=6).contains(&self.event_every) {
             return Err(format!("event_every must be 1..=6, not {}", self.event_every));
@@ -166,7 +185,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -178,7 +197,8 @@ impl ServerFile {
             shown.log_level,
             shown.admin_password,
             shown.ban_list.display().to_string(),
-            shown.status_every_s
+            shown.status_every_s,
+            shown.threads
         )
     }
 }

@@ -39,6 +39,8 @@ pub struct DedicatedOptions {
     pub ban_list: Option<std::path::PathBuf>,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
+    /// Threads that tick instances.
+    pub threads: usize,
 }
 
 /// Reloads the server's mods when a file under them is saved (`--watch-mods`).
@@ -246,6 +248,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         name: opts.name.clone(),
         motd: opts.motd.clone(),
         admin_password: opts.admin_password.clone(),
+        threads: opts.threads,
         ..Default::default()
     };
     let mut server = Server::new(&content, net, config);
@@ -261,7 +264,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)).context("installing the signal handler")?;
-    info!(%addr, max_players = opts.max_players, "dedicated server listening");
+    info!(%addr, max_players = opts.max_players, sim_threads = opts.threads, "dedicated server listening");
     println!("hailfire dedicated server listening on {addr}");
     let mut reloader = if opts.watch_mods {
         match ModReloader::new(&opts.mods) {

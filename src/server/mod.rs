@@ -63,6 +63,8 @@ pub struct ServerConfig {
     pub admin_password: Option<String>,
     /// Where host-and-play keeps its bans (None: in memory, for this game only).
     pub ban_list: Option<std::path::PathBuf>,
+    /// Threads that tick instances side by side (1: the server's own thread).
+    pub threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +77,7 @@ impl Default for ServerConfig {
             motd: String::new(),
             admin_password: None,
             ban_list: None,
+            threads: 1,
         }
     }
 }
@@ -184,7 +187,10 @@ pub struct Server<T: Transport> {
 impl<T: Transport> Server<T> {
     pub fn new(content: &Content, net: T, config: ServerConfig) -> Self {
         let client = ClientContent::of(content);
-        let world = World::new(content.defs.clone(), content.script_factory(), config.seed);
+        let mut world = World::new(content.defs.clone(), content.script_factory(), config.seed);
+        if let Err(e) = world.set_threads(config.threads) {
+            tracing::warn!("{e}; ticking instances on one thread");
+        }
         let enemy_index = content.defs.enemies.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
         let boss_index = content.defs.bosses.keys().enumerate().map(|(i, k)| (k.clone(), i as u16)).collect();
         Server {

@@ -34,7 +34,7 @@ pub const INPUT_QUEUE_CAP: usize = 32;
 /// Player bullet kind used when the content does not name one.
 pub const DEFAULT_PLAYER_BULLET: &str = "player_shot";
 /// Hard cap on live bullets per instance, so a runaway script cannot exhaust memory.
-pub const MAX_BULLETS_PER_INSTANCE: usize = 20_000;
+pub const MAX_BULLETS_PER_INSTANCE: usize = 120_000;
 /// Hard cap on live enemies per instance.
 pub const MAX_ENEMIES_PER_INSTANCE: usize = 256;
 /// Bullets die this far outside the arena bounds.

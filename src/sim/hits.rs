@@ -28,9 +28,11 @@ pub struct Grid {
 }
 
 impl Grid {
+    #[inline]
     fn cell_xy(&self, p: Vec2) -> (i32, i32) {
-        let cx = ((p.x - self.origin) / CELL) as i32;
-        let cy = ((p.y - self.origin) / CELL) as i32;
+        // Times 1/64, exactly the same as dividing by the power of two 64.
+        let cx = ((p.x - self.origin) * (1.0 / CELL)) as i32;
+        let cy = ((p.y - self.origin) * (1.0 / CELL)) as i32;
         (cx.clamp(0, self.cols - 1), cy.clamp(0, self.rows - 1))
     }
 
@@ -72,6 +74,7 @@ impl Grid {
         }
     }
 
+    #[inline]
     pub fn query(&self, p: Vec2) -> &[u16] {
         if self.start.is_empty() {
             return &[];
@@ -82,12 +85,49 @@ impl Grid {
     }
 }
 
+/// Up to this many targets, every bullet tests every target (a few multiplications beat
+/// finding a grid cell); beyond, the grid.
+pub const BRUTE_FORCE_TARGETS: usize = 8;
+
 /// Finds, for each live bullet of `team`, the first target (in priority order) it
 /// overlaps, and appends `(bullet slot, target index)`. Bullets are not removed here.
+/// The same hits, in the same order, whether through the grid or not.
 pub fn find_hits(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid, hits: &mut Vec<(usize, u16)>) {
     if targets.is_empty() {
         return;
     }
+    if targets.len() <= BRUTE_FORCE_TARGETS {
+        brute_force(pool, team, targets, hits);
+    } else {
+        gridded(pool, team, targets, grid, hits);
+    }
+}
+
+/// Every bullet against every target, in priority order. (A branch-free version that
+/// computed every bullet's first target for the vectoriser, target by target, was slower:
+/// it reads the arrays once per target, and hits are rare, so these branches predict well.)
+pub(crate) fn brute_force(pool: &BulletPool, team: Team, targets: &[Circle], hits: &mut Vec<(usize, u16)>) {
+    let n = pool.len();
+    let (xs, ys, rs) = (&pool.x[..n], &pool.y[..n], &pool.radius[..n]);
+    let (teams, life) = (&pool.team[..n], &pool.life[..n]);
+    for i in 0..n {
+        if teams[i] != team || life[i] == 0 {
+            continue;
+        }
+        let (bx, by, br) = (xs[i], ys[i], rs[i]);
+        for (t, c) in targets.iter().enumerate() {
+            let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+            let rr = br + c.r;
+            if dx * dx + dy * dy <= rr * rr {
+                hits.push((i, t as u16));
+                break;
+            }
+        }
+    }
+}
+
+/// Through the grid: each bullet tests only the targets in its own cell.
+pub(crate) fn gridded(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid, hits: &mut Vec<(usize, u16)>) {
     for i in 0..pool.len() {
         if pool.team[i] != team || pool.life[i] == 0 {
             continue;
@@ -104,7 +144,6 @@ pub fn find_hits(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid,
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +192,16 @@ mod tests {
         }
         assert!(!brute.is_empty());
         assert_eq!(hits, brute);
+        // Both paths of find_hits give the same hits in the same order, whatever the
+        // number of targets (the brute-force one serves up to BRUTE_FORCE_TARGETS).
+        for n in [1, 3, BRUTE_FORCE_TARGETS, 20] {
+            let t = &targets[..n];
+            grid.build(bounds, t, 12.0);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            super::brute_force(&pool, Team::Player, t, &mut a);
+            super::gridded(&pool, Team::Player, t, &grid, &mut b);
+            assert!(!a.is_empty(), "{n} targets: some hits");
+            assert_eq!(a, b, "{n} targets");
+        }
     }
 }

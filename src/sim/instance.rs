@@ -86,6 +86,9 @@ pub struct Instance {
     /// Wall-clock cost of this instance's last step, in microseconds (for the server's
     /// status and its "falling behind" warning; never part of the simulation).
     pub step_us: u32,
+    /// What the last step raised, before the world merges it (in instance order).
+    pub(super) step_events: Vec<SimEvent>,
+    pub(super) step_requests: Vec<Request>,
     next_uid: u32,
     next_enemy: u32,
     scripts: Box<dyn Scripting>,
@@ -137,6 +140,8 @@ impl Instance {
             cleared: false,
             bullets_refused: 0,
             step_us: 0,
+            step_events: Vec::new(),
+            step_requests: Vec::new(),
             next_uid: 1,
             next_enemy: 1,
             scripts,

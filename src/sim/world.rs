@@ -28,6 +28,8 @@ pub struct World {
     /// Events raised outside the instances' own steps (joins, transfers, open/close).
     pending: Vec<SimEvent>,
     requests: Vec<Request>,
+    /// Threads that step instances side by side (None: all on the caller's thread).
+    threads: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl World {
@@ -45,6 +47,7 @@ impl World {
             events: Vec::new(),
             pending: Vec::new(),
             requests: Vec::new(),
+            threads: None,
         };
         w.hub = w.open_instance(InstanceKind::Hub);
         w
@@ -149,11 +152,32 @@ impl World {
         events.clear();
         events.append(&mut self.pending);
         let mut requests = std::mem::take(&mut self.requests);
-        for (id, inst) in self.instances.iter_mut() {
-            let defs = self.inst_defs.get(id).unwrap_or(&self.defs);
+        let (inst_defs, defs) = (&self.inst_defs, &self.defs);
+        let step_one = |(id, inst): (&InstanceId, &mut Instance)| {
+            let d = inst_defs.get(id).unwrap_or(defs);
             let t0 = std::time::Instant::now();
-            inst.step(tick, defs, &mut events, &mut requests);
+            let (mut ev, mut rq) = (std::mem::take(&mut inst.step_events), std::mem::take(&mut inst.step_requests));
+            inst.step(tick, d, &mut ev, &mut rq);
+            (inst.step_events, inst.step_requests) = (ev, rq);
             inst.step_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+        };
+        match &self.threads {
+            Some(pool) if self.instances.len() > 1 => {
+                use rayon::prelude::*;
+                // Instances share nothing while they step. Each is one task, the slowest
+                // of the last tick first, so a long one starts at once and the others
+                // spread over the remaining threads meanwhile.
+                let mut work: Vec<(&InstanceId, &mut Instance)> = self.instances.iter_mut().collect();
+                work.sort_by_key(|(_, i)| std::cmp::Reverse(i.step_us));
+                pool.install(|| work.into_par_iter().with_max_len(1).for_each(step_one));
+            }
+            _ => self.instances.iter_mut().for_each(step_one),
+        }
+        // Merged in instance order: the same events in the same order, whatever the
+        // number of threads.
+        for inst in self.instances.values_mut() {
+            events.append(&mut inst.step_events);
+            requests.append(&mut inst.step_requests);
         }
         self.events = events;
         for r in requests.drain(..) {
@@ -176,6 +200,27 @@ impl World {
         }
         self.events.append(&mut self.pending);
         &self.events
+    }
+
+    /// Steps instances on `n` threads (1: on the caller's thread, as before). The world's
+    /// state and events after each step are the same whatever `n`.
+    pub fn set_threads(&mut self, n: usize) -> Result<(), String> {
+        self.threads = if n <= 1 {
+            None
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("hailfire-sim-{i}"))
+                .build()
+                .map_err(|e| format!("cannot start {n} simulation threads: {e}"))?;
+            Some(Arc::new(pool))
+        };
+        Ok(())
+    }
+
+    /// How many threads step instances.
+    pub fn threads(&self) -> usize {
+        self.threads.as_ref().map_or(1, |p| p.current_num_threads())
     }
 
     /// New definitions and scripts (a mod was saved): instances opened from now on use
