@@ -260,6 +260,9 @@ enum Command {
         /// Threads that tick instances (with --instances; default: every core).
         #[arg(long)]
         threads: Option<usize>,
+        /// With --bullets: the scalar bullet step only (what CPUs without AVX2 run).
+        #[arg(long)]
+        scalar: bool,
     },
 }
 
@@ -458,8 +461,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Bench { quick, bullets, .. }) if !bullets.is_empty() => {
+        Some(Command::Bench { quick, bullets, scalar, .. }) if !bullets.is_empty() => {
             let content = hailfire::content::Content::load_default();
+            hailfire::sim::bullets::set_simd(!scalar);
             for s in hailfire::bench::scaling(&content, &bullets, 0, quick) {
                 println!("{s}");
             }

@@ -253,6 +253,15 @@ fn step_lanes(l: Lanes, bounds: Vec2) -> u32 {
     died
 }
 
+/// Whether the step may use the CPU's vector instructions (the benchmark turns them off to
+/// measure the scalar path that CPUs without AVX2 take; the results are the same bits).
+static SIMD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// See [`SIMD`].
+pub fn set_simd(enabled: bool) {
+    SIMD.store(enabled, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// [`step_lanes`] compiled for AVX2 (8 bullets per instruction).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -401,7 +410,7 @@ impl BulletPool {
             life: &mut self.life[..n],
         };
         #[cfg(target_arch = "x86_64")]
-        let died = if std::arch::is_x86_feature_detected!("avx2") {
+        let died = if SIMD.load(std::sync::atomic::Ordering::Relaxed) && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU was just seen to support AVX2, all `step_avx2` requires.
             unsafe { step_avx2(lanes, bounds) }
         } else {
