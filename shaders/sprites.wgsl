@@ -129,7 +129,7 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         rgb = mix(rgb, vec3(1.0, 1.0, 1.0), core * inner * inner);
         let rim = smoothstep(-0.22, -0.05, d);
         rgb = mix(rgb, rgb * 0.35, rim * 0.8);
-        if (cam.style.x > 0.0 && i.params.w < 1.5) {
+        if (cam.style.x > 0.0 && abs(i.params.w - 1.0) < 0.25) {
             // Outline boost: a bright edge outside the dark rim, and no glow to blur it.
             let edge = smoothstep(-0.12, -0.03, d);
             rgb = mix(rgb, vec3(1.0, 1.0, 1.0), edge * cam.style.x);

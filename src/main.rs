@@ -42,9 +42,9 @@ struct Cli {
     /// datagram; 1: every tick, bullets up to 2 ticks sooner for ~0.4 KB/s more a player).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=6))]
     event_every: Option<u32>,
-    /// Threads that tick instances side by side (dedicated server; default: the machine's
-    /// cores minus one, at least one).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    /// Threads that tick instances side by side (dedicated server; 0, the default: the
+    /// machine's cores minus one, at least one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=256))]
     threads: Option<u64>,
     /// Reload the dedicated server's mods when one of their files is saved: fights that
     /// start after the save use the new version, running ones finish on the old.
@@ -250,18 +250,18 @@ enum Command {
         join: bool,
         /// Only the stress arena, at these live bullet counts (comma-separated, e.g.
         /// 100,1000,10000,100000), each against the reference loop.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["instances", "net", "render", "join"])]
         bullets: Vec<u32>,
         /// Only N concurrent Warden fights of four scripted players in one world: cost per
         /// tick and per instance, the Lua share, memory per instance, and the scaling from
         /// one thread to --threads.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["net", "render", "join"])]
         instances: Option<u32>,
         /// Threads that tick instances (with --instances; default: every core).
-        #[arg(long)]
+        #[arg(long, requires = "instances")]
         threads: Option<usize>,
         /// With --bullets: the scalar bullet step only (what CPUs without AVX2 run).
-        #[arg(long)]
+        #[arg(long, requires = "bullets")]
         scalar: bool,
     },
 }

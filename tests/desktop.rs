@@ -430,7 +430,8 @@ fn window_preview_reloads_a_saved_pattern_and_draws_it() {
 /// One menu frame with these gamepad buttons pressed, through the same translation the
 /// game uses (`input::pad_menu_events`).
 fn pad_frame(ctx: &egui::Context, buttons: &[gilrs::Button], mut ui: impl FnMut(&mut egui::Ui)) {
-    let events = buttons.iter().flat_map(|b| hailfire::app::input::pad_menu_events(*b)).collect();
+    let in_text = ctx.egui_wants_keyboard_input();
+    let events = buttons.iter().flat_map(|b| hailfire::app::input::pad_menu_events(*b, in_text)).collect();
     let raw = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1280.0, 720.0))),
         events,
@@ -476,6 +477,14 @@ fn the_menus_work_with_a_gamepad_alone() {
     // Down to Back (past the other sliders, the mute switch and the reset button), and out.
     press(&mut st, &mut s, &[DPadDown, DPadDown, DPadDown, DPadDown, DPadDown, South]);
     assert_eq!(st.page, Page::Main, "Back reached by the d-pad");
+    // Join: from the address field (a text field keeps the arrows for its cursor, so the
+    // d-pad moves on as Tab) past the name, the password and Connect, to Back.
+    st.join_addr = "127.0.0.1:9".into();
+    press(&mut st, &mut s, &[DPadDown, South]);
+    assert_eq!(st.page, Page::Join);
+    press(&mut st, &mut s, &[DPadDown, DPadDown, DPadDown, DPadDown, South]);
+    assert_eq!(st.page, Page::Main, "Back on the Join page reached with the pad");
+    assert!(!actions.borrow().iter().any(|a| matches!(a, MenuAction::Join { .. })), "{:?}", actions.borrow());
 
     // The in-game menu: Resume has the focus; down once is Settings.
     let ctx = egui::Context::default();

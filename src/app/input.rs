@@ -30,9 +30,12 @@ pub fn pad_name(b: gilrs::Button) -> String {
 /// focus to the nearest widget in its direction (egui's arrow-key navigation; left and right
 /// move a focused slider instead), the bumpers (LB/RB, L1/R1) switch the settings
 /// page's sections as Page Up/Page Down do, A (South) activates, B (East) leaves a text
-/// field. A press and a release each.
-pub fn pad_menu_events(b: gilrs::Button) -> Vec<egui::Event> {
+/// field. In a text field (`in_text`), which keeps the arrow keys for its cursor, up and
+/// down move on as Shift+Tab and Tab. A press and a release each.
+pub fn pad_menu_events(b: gilrs::Button, in_text: bool) -> Vec<egui::Event> {
     let (key, shift) = match b {
+        gilrs::Button::DPadDown if in_text => (egui::Key::Tab, false),
+        gilrs::Button::DPadUp if in_text => (egui::Key::Tab, true),
         gilrs::Button::DPadDown => (egui::Key::ArrowDown, false),
         gilrs::Button::DPadUp => (egui::Key::ArrowUp, false),
         gilrs::Button::DPadLeft => (egui::Key::ArrowLeft, false),
@@ -223,6 +226,9 @@ pub struct InputState {
     /// Inputs pressed since the last `sample`: a tap shorter than a tick (pressed and
     /// released between two samples) still counts for the next tick.
     tapped: HashSet<String>,
+    /// Inputs held while a menu was open: ignored by the game until released (the B that
+    /// closed the pause menu must not also start an escape).
+    suppressed: HashSet<String>,
     /// Cursor in physical pixels.
     pub cursor: Vec2,
     pub left_stick: Vec2,
@@ -248,10 +254,18 @@ impl InputState {
 
     pub fn release(&mut self, name: &str) {
         self.held.remove(name);
+        self.suppressed.remove(name);
+    }
+
+    /// A tick spent in a menu: what was pressed there is the menu's, not the game's.
+    pub fn in_menu(&mut self) {
+        self.tapped.clear();
+        self.suppressed.extend(self.held.iter().cloned());
     }
 
     pub fn release_all(&mut self) {
         self.held.clear();
+        self.suppressed.clear();
         self.left_stick = Vec2::ZERO;
         self.right_stick = Vec2::ZERO;
     }
@@ -262,7 +276,7 @@ impl InputState {
     }
 
     pub fn held(&self, s: &Settings, a: Action) -> bool {
-        s.bindings.get(&a).is_some_and(|v| v.iter().any(|i| self.held.contains(i)))
+        s.bindings.get(&a).is_some_and(|v| v.iter().any(|i| self.held.contains(i) && !self.suppressed.contains(i)))
     }
 
     /// This tick's input. `ship_screen` is the local ship on screen (physical pixels), to
@@ -330,6 +344,26 @@ mod tests {
         let x = i.sample(&s, None);
         assert_eq!(x.mv, Vec2::ZERO, "a key moved to another action no longer moves");
         assert_eq!(x.buttons & BTN_INTERACT, BTN_INTERACT);
+    }
+
+    #[test]
+    fn what_was_pressed_in_a_menu_stays_in_the_menu() {
+        let s = Settings::default();
+        let mut i = InputState::default();
+        // B (escape / leave after death) held to close the pause menu, A tapped on a
+        // setting, RB (fire) tapped to switch a section.
+        i.press("PadEast".into());
+        i.press("PadSouth".into());
+        i.release("PadSouth");
+        i.press("PadRightTrigger".into());
+        i.release("PadRightTrigger");
+        i.in_menu();
+        let x = i.sample(&s, None);
+        assert_eq!(x.buttons, 0, "nothing reaches the game after the menu closes");
+        // Released and pressed again: the game's again.
+        i.release("PadEast");
+        i.press("PadEast".into());
+        assert_eq!(i.sample(&s, None).buttons & BTN_ESCAPE, BTN_ESCAPE);
     }
 
     #[test]

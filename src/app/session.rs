@@ -54,8 +54,13 @@ pub struct Session {
     shake_at: Option<Instant>,
     /// HP last seen of enemies (with the most each was seen with: the health bar's full
     /// length), the boss and the own ship: a drop makes a damage number.
-    enemy_hp: std::collections::HashMap<u32, (u32, u32)>,
+    enemy_hp: std::collections::HashMap<u32, (u32, u32, Vec2)>,
     boss_hp: Option<u32>,
+    boss_pos: Vec2,
+    /// Enemies that just left the snapshot (id, last HP, where, when), and deaths just
+    /// reported (id, when): matched, they make the killing blow's number.
+    gone: Vec<(u32, u32, Vec2, Instant)>,
+    deaths: Vec<(u32, Instant)>,
     own_hp: Option<u8>,
     /// Damage numbers: who, how much, where, since when.
     damage: Vec<(WireTarget, u32, Vec2, Instant)>,
@@ -123,6 +128,9 @@ impl Session {
             shake_at: None,
             enemy_hp: Default::default(),
             boss_hp: None,
+            boss_pos: Vec2::ZERO,
+            gone: Vec::new(),
+            deaths: Vec::new(),
             own_hp: None,
             damage: Vec::new(),
         }
@@ -233,27 +241,56 @@ impl Session {
         }
     }
 
-    /// Damage numbers from HP that dropped since the last tick.
-    fn track_damage(&mut self) {
+    /// Damage numbers from HP that dropped since the last tick; `killed`: what died this
+    /// tick (its last HP was the killing blow: it is gone from the snapshot).
+    fn track_damage(&mut self, killed: &[WireTarget]) {
         let Some(snap) = self.client.view.as_ref().and_then(|v| v.latest()) else { return };
         let now = Instant::now();
         let mut hits = Vec::new();
         let mut seen = std::collections::HashMap::with_capacity(snap.enemies.len());
         for e in &snap.enemies {
-            let (old, full) = self.enemy_hp.get(&e.id).copied().unwrap_or((e.hp, e.hp));
+            let (old, full, _) = self.enemy_hp.get(&e.id).copied().unwrap_or((e.hp, e.hp, e.pos));
             if e.hp < old {
                 hits.push((WireTarget::Enemy(e.id), old - e.hp, e.pos));
             }
-            seen.insert(e.id, (e.hp, full.max(e.hp)));
+            seen.insert(e.id, (e.hp, full.max(e.hp), e.pos));
+        }
+        // The killing blow: an enemy that left the snapshot and whose death was reported
+        // (the two arrive in different messages, in either order, so both wait a moment).
+        for (id, (hp, _, pos)) in &self.enemy_hp {
+            if !seen.contains_key(id) && *hp > 0 {
+                self.gone.push((*id, *hp, *pos, now));
+            }
+        }
+        self.deaths.extend(killed.iter().filter_map(|t| match t {
+            WireTarget::Enemy(id) => Some((*id, now)),
+            _ => None,
+        }));
+        self.gone.retain(|g| g.3.elapsed().as_secs_f32() < 0.5);
+        self.deaths.retain(|d| d.1.elapsed().as_secs_f32() < 0.5);
+        let deaths = std::mem::take(&mut self.deaths);
+        for (id, t) in deaths {
+            match self.gone.iter().position(|g| g.0 == id) {
+                Some(k) => {
+                    let (_, hp, pos, _) = self.gone.remove(k);
+                    hits.push((WireTarget::Enemy(id), hp, pos));
+                }
+                None => self.deaths.push((id, t)),
+            }
         }
         self.enemy_hp = seen;
         let boss = snap.boss.map(|b| (b.hp, b.pos));
-        if let (Some(old), Some((hp, pos))) = (self.boss_hp, boss) {
-            if hp < old {
-                hits.push((WireTarget::Boss, old - hp, pos));
+        match (self.boss_hp, boss) {
+            (Some(old), Some((hp, pos))) if hp < old => hits.push((WireTarget::Boss, old - hp, pos)),
+            (Some(old), None) if old > 0 && killed.contains(&WireTarget::Boss) => {
+                hits.push((WireTarget::Boss, old, self.boss_pos));
             }
+            _ => {}
         }
         self.boss_hp = boss.map(|b| b.0);
+        if let Some((_, pos)) = boss {
+            self.boss_pos = pos;
+        }
         let own = self.client.own_state().map(|o| o.hp);
         if let (Some(old), Some(hp), Some(id), Some(pos)) = (self.own_hp, own, self.client.player_id, self.client.pred)
         {
@@ -282,6 +319,13 @@ impl Session {
     pub fn after_tick(&mut self, audio: &mut Audio, firing: bool) {
         let own_id = self.client.player_id;
         let events: Vec<ClientEvent> = self.client.events.drain(..).collect();
+        let killed: Vec<WireTarget> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Death { target } => Some(*target),
+                _ => None,
+            })
+            .collect();
         for e in &events {
             match e {
                 ClientEvent::Hit { target } => {
@@ -337,7 +381,7 @@ impl Session {
                 ClientEvent::Sfx { name, .. } => audio.play(&name),
             }
         }
-        self.track_damage();
+        self.track_damage(&killed);
         let own = self.client.own_state();
         let dead = own.is_some_and(|o| o.flags & F_DEAD != 0);
         match (dead, self.dead_since) {
@@ -518,12 +562,14 @@ impl Session {
                 .collect(),
             _ => Vec::new(),
         };
-        let health_bars = match (cam, snap) {
+        // Where the enemies are drawn (interpolated, a little behind the latest snapshot).
+        let drawn = c.interpolated();
+        let health_bars = match (cam, drawn.as_ref()) {
             (Some(cam), Some(s)) if look.enemy_health_bars => s
                 .enemies
                 .iter()
                 .filter_map(|e| {
-                    let (_, full) = self.enemy_hp.get(&e.id).copied()?;
+                    let (_, full, _) = self.enemy_hp.get(&e.id).copied()?;
                     if e.hp >= full || full == 0 {
                         return None;
                     }

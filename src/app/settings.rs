@@ -399,6 +399,15 @@ impl Settings {
         self.bindings = default_bindings();
     }
 
+    /// The master volume as played: 0 when muted.
+    pub fn effective_master(&self) -> f32 {
+        if self.muted {
+            0.0
+        } else {
+            self.master_volume
+        }
+    }
+
     /// One section of the settings page back to the defaults (the name, recent servers
     /// and mods are kept).
     pub fn reset_section(&mut self, section: Section) {

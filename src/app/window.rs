@@ -54,12 +54,15 @@ pub struct App {
     screenshot: bool,
     captured: bool,
     sprites: Vec<render::Sprite>,
-    /// The title screen's live background (None in a session, or without content).
-    attract: Option<super::attract::Attract>,
+    /// The title screen's live background: None until built, Some(None) when the content
+    /// has no fight to show (not tried again until the mods change).
+    attract: Option<Option<super::attract::Attract>>,
     /// The window size last asked for from the settings (not the player's own resizing).
     applied_size: [u32; 2],
     /// Ticks since start (the frame-rate cap draws on every other one at 30).
     ticks: u64,
+    /// The window is on Wayland (no exclusive fullscreen there).
+    wayland: bool,
     pub fatal: Option<String>,
 }
 
@@ -70,7 +73,7 @@ impl App {
             settings.name = n.clone();
             settings.sanitize();
         }
-        let audio = Audio::new(settings.master_volume, settings.sfx_volume, settings.music_volume);
+        let audio = Audio::new(settings.effective_master(), settings.sfx_volume, settings.music_volume);
         let gilrs = match gilrs::Gilrs::new() {
             Ok(g) => Some(g),
             Err(e) => {
@@ -78,6 +81,9 @@ impl App {
                 None
             }
         };
+        let egui_ctx = egui::Context::default();
+        // The interface size is a setting; egui's own Ctrl+/- zoom would bypass it.
+        egui_ctx.options_mut(|o| o.zoom_with_keyboard = false);
         let mut menu = menu::MenuState::default();
         menu.go(menu::Page::Main);
         menu.error = settings_warning.clone();
@@ -96,7 +102,7 @@ impl App {
             settings,
             settings_warning,
             gfx: None,
-            egui: egui::Context::default(),
+            egui: egui_ctx,
             pending_textures: Default::default(),
             audio,
             gilrs,
@@ -115,17 +121,22 @@ impl App {
             attract: None,
             applied_size: [0, 0],
             ticks: 0,
+            wayland: false,
             fatal: None,
         }
     }
 
     fn save_settings(&mut self) {
-        self.settings.sanitize();
-        if let Err(e) = self.settings.save() {
+        // A sanitized copy is saved; the one in memory keeps the name as it is being typed
+        // (sanitizing trims it, so a space could not be typed).
+        let mut saved = self.settings.clone();
+        saved.sanitize();
+        let typed = std::mem::take(&mut self.settings.name);
+        self.settings = Settings { name: typed, ..saved.clone() };
+        if let Err(e) = saved.save() {
             self.menu.error = Some(format!("Could not save settings to {}: {e}", Settings::path().display()));
         }
-        let master = if self.settings.muted { 0.0 } else { self.settings.master_volume };
-        self.audio.set_volumes(master, self.settings.sfx_volume, self.settings.music_volume);
+        self.audio.set_volumes(self.settings.effective_master(), self.settings.sfx_volume, self.settings.music_volume);
     }
 
     /// Saves the settings and applies what shows at once: window mode and size, vsync,
@@ -141,13 +152,16 @@ impl App {
             Some(Fullscreen::Exclusive(_)) => WindowMode::Fullscreen,
         };
         if now != mode {
-            g.window.set_fullscreen(fullscreen_for(&g.window, mode));
+            g.window.set_fullscreen(fullscreen_for(&g.window, mode, self.wayland));
         }
-        if mode == WindowMode::Windowed && self.applied_size != self.settings.window_size {
+        // The size chosen is asked for when it changes in windowed mode, and when the
+        // window comes back to windowed mode (a size picked while fullscreen counts then).
+        let back_to_window = now != WindowMode::Windowed && mode == WindowMode::Windowed;
+        if mode == WindowMode::Windowed && (self.applied_size != self.settings.window_size || back_to_window) {
             let [w, h] = self.settings.window_size;
             let _ = g.window.request_inner_size(winit::dpi::LogicalSize::new(w as f64, h as f64));
+            self.applied_size = self.settings.window_size;
         }
-        self.applied_size = self.settings.window_size;
         let pm = if self.settings.vsync { wgpu::PresentMode::AutoVsync } else { wgpu::PresentMode::AutoNoVsync };
         if g.config.present_mode != pm {
             g.config.present_mode = pm;
@@ -172,8 +186,13 @@ impl App {
         let attrs =
             winit::platform::wayland::WindowAttributesExtWayland::with_name(attrs, "io.hailfire.Hailfire", "hailfire");
         let g = WindowGfx::open(el, attrs, self.present_mode(), &self.egui)?;
+        #[cfg(all(unix, not(target_os = "macos")))]
+        {
+            use winit::platform::wayland::ActiveEventLoopExtWayland;
+            self.wayland = el.is_wayland();
+        }
         if self.settings.window_mode != WindowMode::Windowed {
-            g.window.set_fullscreen(fullscreen_for(&g.window, self.settings.window_mode));
+            g.window.set_fullscreen(fullscreen_for(&g.window, self.settings.window_mode, self.wayland));
         }
         tracing::info!(adapter = %g.gpu.adapter_name(), "window open");
         crate::crash::set_adapter(g.gpu.adapter_name());
@@ -210,6 +229,8 @@ impl App {
             s.close();
         }
         self.input.synthetic_escape = false;
+        self.menu.rebinding = None;
+        self.menu.conflict = None;
         self.audio.music(Some(false));
         if let Some(w) = &why {
             // Also for players (and tests) who started the game from a terminal.
@@ -237,11 +258,18 @@ impl App {
     fn tick(&mut self) {
         let ship = self.ship_screen();
         let in_menu = self.session.as_ref().is_none_or(|s| s.menu_open);
-        let mut sample = if in_menu { Default::default() } else { self.input.sample(&self.settings, ship) };
+        let mut sample = if in_menu {
+            self.input.in_menu();
+            Default::default()
+        } else {
+            self.input.sample(&self.settings, ship)
+        };
         self.ticks += 1;
         let Some(s) = self.session.as_mut() else {
-            if let Some(a) = self.attract.as_mut() {
-                a.step();
+            if let Some(Some(a)) = self.attract.as_mut() {
+                if !self.minimized {
+                    a.step();
+                }
             }
             return;
         };
@@ -300,6 +328,11 @@ impl App {
             for a in self.settings.actions_for(&p) {
                 match a {
                     Action::Menu => match &mut self.session {
+                        // From the settings over the game, back to the game's menu.
+                        Some(s) if s.settings_open => {
+                            s.settings_open = false;
+                            s.menu_focus = true;
+                        }
                         Some(s) => {
                             s.menu_open = !s.menu_open;
                             s.menu_focus = s.menu_open;
@@ -340,12 +373,14 @@ impl App {
             match ev.event {
                 gilrs::EventType::ButtonPressed(b, _) => {
                     self.input.press(input::pad_name(b));
-                    if in_menus {
-                        self.pad_events.extend(input::pad_menu_events(b));
+                    // While waiting for a binding the press is the binding, not navigation.
+                    let in_text = self.egui.egui_wants_keyboard_input();
+                    if in_menus && self.menu.rebinding.is_none() {
+                        self.pad_events.extend(input::pad_menu_events(b, in_text));
                     }
-                    // B backs out of a page (not while waiting for a binding: there it
-                    // cancels, in handle_pressed).
-                    if b == gilrs::Button::East && self.menu.rebinding.is_none() {
+                    // B backs out of a page (in a text field it only leaves the field; while
+                    // waiting for a binding it cancels, in handle_pressed).
+                    if b == gilrs::Button::East && self.menu.rebinding.is_none() && !in_text {
                         match self.session.as_mut() {
                             Some(s) if s.settings_open => {
                                 s.settings_open = false;
@@ -415,17 +450,18 @@ impl App {
         raw.events.append(&mut self.pad_events);
         let size = (g.config.width, g.config.height);
         // egui's points: the display's scale times the player's interface size.
-        let ppp = g.window.scale_factor() as f32 * self.settings.ui_scale;
+        let ppp = self.egui.pixels_per_point();
         let time = self.started.elapsed().as_secs_f32();
         let cam = match &mut self.session {
             Some(s) => s.sprites(self.alpha, size, time, &self.settings, &mut self.sprites),
             None => {
                 self.sprites.clear();
                 // The title screen: a live fight behind the menus.
-                if self.attract.is_none() {
-                    self.attract = super::attract::Attract::new(&self.content);
-                }
-                self.attract.as_ref().and_then(|a| a.sprites(size, time, &mut self.sprites))
+                let content = &self.content;
+                let a = self.attract.get_or_insert_with(|| super::attract::Attract::new(content));
+                let cam = a.as_ref().and_then(|a| a.sprites(size, time, &mut self.sprites));
+                render::scene::apply_look(&mut self.sprites, self.settings.low_effects, false);
+                cam
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
@@ -595,16 +631,19 @@ impl App {
         if let Some(a) = menu_action {
             match a {
                 menu::MenuAction::Host => {
+                    self.settings.sanitize();
                     let s = Session::host(&self.content, &self.settings);
                     self.start_session(s, None);
                 }
                 menu::MenuAction::Join { addr, password, accept_key } => {
+                    self.settings.sanitize();
                     let s = Session::join(&self.content, &self.settings.name, &addr, Some(password), accept_key);
                     self.start_session(s, Some(addr));
                 }
                 menu::MenuAction::Quit => self.quit(el),
                 menu::MenuAction::ModsChanged => {
                     self.save_settings();
+                    self.attract = None;
                     self.content = Content::load_configured(&[], &self.settings.disabled_mods);
                 }
                 menu::MenuAction::SettingsChanged => settings_changed = true,
@@ -647,11 +686,13 @@ impl App {
 }
 
 /// What winit needs for a window mode: exclusive fullscreen takes the monitor's largest,
-/// fastest mode (borderless when it lists none).
-fn fullscreen_for(window: &Window, mode: WindowMode) -> Option<Fullscreen> {
+/// fastest mode (borderless when it lists none, and on Wayland, which has no exclusive
+/// mode: winit ignores the request there).
+fn fullscreen_for(window: &Window, mode: WindowMode, wayland: bool) -> Option<Fullscreen> {
     match mode {
         WindowMode::Windowed => None,
         WindowMode::Borderless => Some(Fullscreen::Borderless(None)),
+        WindowMode::Fullscreen if wayland => Some(Fullscreen::Borderless(None)),
         WindowMode::Fullscreen => {
             let best = window.current_monitor().and_then(|m| {
                 m.video_modes()

@@ -111,11 +111,14 @@ pub fn default_path() -> PathBuf {
 
 impl ServerFile {
     /// The simulation threads to use: `threads`, or for 0 the machine's cores minus one
-    /// (one left for the network and the console), at least one.
+    /// (one left for the network and the console), at least one; never more than the
+    /// machine's cores (more would only preempt each other, and a script's resume has a
+    /// wall-clock limit).
     pub fn sim_threads(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         match self.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1)),
-            n => n,
+            0 => cores.saturating_sub(1).max(1),
+            n => n.min(cores),
         }
     }
 

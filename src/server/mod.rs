@@ -733,9 +733,10 @@ impl<T: Transport> Server<T> {
             dungeon: i.dungeon().unwrap_or("").to_string(),
             arena: (i.arena.x as u16, i.arena.y as u16),
         };
-        let dumps: Vec<Vec<u8>> = i
-            .bullets
-            .origin
+        // In uid order (the pool's slots are not): neighbouring uids and shapes pack small.
+        let mut origins = i.bullets.origin.clone();
+        origins.sort_unstable_by_key(|s| s.uid);
+        let dumps: Vec<Vec<u8>> = origins
             .chunks(EVENTS_PER_PACKET)
             .map(|c| ServerMsg::Events { tick, events: c.iter().map(|s| WireEvent::Spawn(*s)).collect() }.encode())
             .collect();

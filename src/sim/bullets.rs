@@ -348,8 +348,7 @@ impl BulletPool {
         let i = self.spawn(s, damage);
         for _ in 0..ticks {
             if !self.step_one(i, bounds) {
-                self.kill(i);
-                self.compact();
+                self.remove_at(i);
                 return false;
             }
         }
@@ -447,15 +446,48 @@ impl BulletPool {
     }
 
     /// Removes a bullet by uid (a despawn event). Returns whether it was there.
+    /// One lookup and one swap-remove: a client applying the boss's bullet cancel (up to
+    /// the cap's 120,000 despawns in a tick) pays for each, not for the pool each time.
     pub fn despawn(&mut self, uid: u32) -> bool {
         match self.find(uid) {
             Some(i) => {
-                self.kill(i);
-                self.compact();
+                if self.dirty {
+                    self.kill(i);
+                    self.compact();
+                } else {
+                    self.remove_at(i);
+                }
                 true
             }
             None => false,
         }
+    }
+
+    /// Removes slot `i` now: the last bullet takes its place (the index follows).
+    fn remove_at(&mut self, i: usize) {
+        let last = self.uid.len() - 1;
+        if let Some(ix) = self.index.as_mut() {
+            ix.remove(&self.uid[i]);
+            if i != last {
+                ix.insert(self.uid[last], i as u32);
+            }
+        }
+        self.uid.swap_remove(i);
+        self.x.swap_remove(i);
+        self.y.swap_remove(i);
+        self.vx.swap_remove(i);
+        self.vy.swap_remove(i);
+        self.radius.swap_remove(i);
+        self.life.swap_remove(i);
+        self.kind.swap_remove(i);
+        self.team.swap_remove(i);
+        self.accel.swap_remove(i);
+        self.max_speed.swap_remove(i);
+        self.turn_cos.swap_remove(i);
+        self.turn_sin.swap_remove(i);
+        self.damage.swap_remove(i);
+        self.spawn_tick.swap_remove(i);
+        self.origin.swap_remove(i);
     }
 
     /// Removes dead bullets: each dead slot, largest first, takes the last bullet
@@ -468,32 +500,9 @@ impl BulletPool {
         let mut d = self.uid.len();
         while d > 0 {
             d -= 1;
-            if self.life[d] != 0 {
-                continue;
+            if self.life[d] == 0 {
+                self.remove_at(d);
             }
-            let last = self.uid.len() - 1;
-            if let Some(ix) = self.index.as_mut() {
-                ix.remove(&self.uid[d]);
-                if d != last {
-                    ix.insert(self.uid[last], d as u32);
-                }
-            }
-            self.uid.swap_remove(d);
-            self.x.swap_remove(d);
-            self.y.swap_remove(d);
-            self.vx.swap_remove(d);
-            self.vy.swap_remove(d);
-            self.radius.swap_remove(d);
-            self.life.swap_remove(d);
-            self.kind.swap_remove(d);
-            self.team.swap_remove(d);
-            self.accel.swap_remove(d);
-            self.max_speed.swap_remove(d);
-            self.turn_cos.swap_remove(d);
-            self.turn_sin.swap_remove(d);
-            self.damage.swap_remove(d);
-            self.spawn_tick.swap_remove(d);
-            self.origin.swap_remove(d);
         }
     }
 
@@ -593,6 +602,13 @@ mod tests {
             s.accel = if uid % 3 == 0 { r(&mut rng, -0.2, 0.2) } else { 0.0 };
             s.turn = if uid % 2 == 0 { r(&mut rng, -3.0, 3.0) } else { 0.0 };
             s.max_speed = if uid % 5 == 0 { r(&mut rng, 1.0, 6.0) } else { f32::INFINITY };
+            // Edge cases: at rest and accelerating, a speed cap of 0, slowing through zero.
+            match uid % 50 {
+                1 => (s.speed, s.accel) = (0.0, 0.1),
+                2 => (s.max_speed, s.accel) = (0.0, 0.1),
+                3 => (s.speed, s.accel) = (0.3, -0.25),
+                _ => {}
+            }
             p.spawn(&s, 0);
         }
         p
@@ -621,6 +637,45 @@ mod tests {
             }
         }
         assert!(fast.len() < 3000 && !fast.is_empty(), "some died, some live: {}", fast.len());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_loop_equals_the_portable_loop_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 on this CPU: nothing to compare");
+            return;
+        }
+        let bounds = Vec2::new(400.0, 300.0);
+        let mut a = random_pool(23, 2000);
+        let mut b = a.clone();
+        fn lanes(p: &mut BulletPool) -> Lanes<'_> {
+            let n = p.len();
+            Lanes {
+                x: &mut p.x[..n],
+                y: &mut p.y[..n],
+                vx: &mut p.vx[..n],
+                vy: &mut p.vy[..n],
+                turn_cos: &p.turn_cos[..n],
+                turn_sin: &p.turn_sin[..n],
+                accel: &p.accel[..n],
+                max_speed: &p.max_speed[..n],
+                radius: &p.radius[..n],
+                life: &mut p.life[..n],
+            }
+        }
+        for _ in 0..120 {
+            // SAFETY: AVX2 was detected above.
+            let da = unsafe { step_avx2(lanes(&mut a), bounds) };
+            let db = step_lanes(lanes(&mut b), bounds);
+            assert_eq!(da, db);
+            for i in 0..a.len() {
+                assert_eq!(
+                    (a.x[i].to_bits(), a.y[i].to_bits(), a.vx[i].to_bits(), a.vy[i].to_bits(), a.life[i]),
+                    (b.x[i].to_bits(), b.y[i].to_bits(), b.vx[i].to_bits(), b.vy[i].to_bits(), b.life[i])
+                );
+            }
+        }
     }
 
     #[test]

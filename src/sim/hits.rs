@@ -91,7 +91,8 @@ pub const BRUTE_FORCE_TARGETS: usize = 8;
 
 /// Finds, for each live bullet of `team`, the first target (in priority order) it
 /// overlaps, and appends `(bullet slot, target index)`. Bullets are not removed here.
-/// The same hits, in the same order, whether through the grid or not.
+/// The same hits, in the same order, whether through the grid or not. `grid` must have
+/// been built over `targets` when there are more than [`BRUTE_FORCE_TARGETS`].
 pub fn find_hits(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid, hits: &mut Vec<(usize, u16)>) {
     if targets.is_empty() {
         return;

@@ -448,7 +448,7 @@ impl Instance {
         }
         .quantized();
         self.next_uid = self.next_uid.wrapping_add(1);
-        self.max_bullet_radius = self.max_bullet_radius.max(s.radius);
+        self.max_bullet_radius = self.max_bullet_radius.max(spawn.radius);
         self.bullets.spawn(&spawn, s.damage);
         events.push(SimEvent::BulletSpawned { instance: self.id, spawn });
     }
@@ -554,7 +554,11 @@ impl Instance {
         if self.bullets.is_empty() {
             return;
         }
-        let pad = self.max_bullet_radius;
+        // The grid's padding: the largest radius seen, plus a pixel for the wire grid's
+        // rounding (a spawn's radius is snapped to 1/8 px), so the grid never misses an
+        // overlap the brute-force path would find.
+        let pad = self.max_bullet_radius + 1.0;
+        let use_grid = |n: usize| n > crate::sim::hits::BRUTE_FORCE_TARGETS;
         // Enemy bullets against vulnerable players.
         self.targets.clear();
         self.target_ids.clear();
@@ -566,7 +570,9 @@ impl Instance {
         }
         self.hits.clear();
         if !self.targets.is_empty() {
-            self.grid.build(self.arena, &self.targets, pad);
+            if use_grid(self.targets.len()) {
+                self.grid.build(self.arena, &self.targets, pad);
+            }
             find_hits(&self.bullets, Team::Enemy, &self.targets, &self.grid, &mut self.hits);
         }
         for k in 0..self.hits.len() {
@@ -610,7 +616,9 @@ impl Instance {
         }
         self.hits.clear();
         if !self.targets.is_empty() {
-            self.grid.build(self.arena, &self.targets, pad);
+            if use_grid(self.targets.len()) {
+                self.grid.build(self.arena, &self.targets, pad);
+            }
             find_hits(&self.bullets, Team::Player, &self.targets, &self.grid, &mut self.hits);
         }
         let mut enemy_died = false;
@@ -698,11 +706,15 @@ impl Instance {
             self.scripts.stop(Owner::Enemy(e.id), None);
         }
         // Bullet cancel: every hostile bullet disappears, reported so replicas match.
-        for i in 0..self.bullets.len() {
-            if self.bullets.team[i] == Team::Enemy && self.bullets.is_alive(i) {
-                events.push(SimEvent::BulletDespawned { instance: self.id, uid: self.bullets.uid[i] });
-                self.bullets.kill(i);
-            }
+        // In uid order: the wire packs neighbouring uids smaller.
+        let mut cancelled: Vec<(u32, usize)> = (0..self.bullets.len())
+            .filter(|&i| self.bullets.team[i] == Team::Enemy && self.bullets.is_alive(i))
+            .map(|i| (self.bullets.uid[i], i))
+            .collect();
+        cancelled.sort_unstable();
+        for (uid, i) in cancelled {
+            events.push(SimEvent::BulletDespawned { instance: self.id, uid });
+            self.bullets.kill(i);
         }
         self.cleared = true;
         self.clear_timer = CLEAR_DELAY_TICKS;

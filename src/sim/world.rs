@@ -11,6 +11,9 @@ use super::player::{InputDrop, InputFrame, Player, PlayerId};
 use super::script::ScriptFactory;
 use super::Tick;
 
+/// See [`World::set_parallel_from_us`]: half a millisecond of simulation a tick.
+pub const PARALLEL_FROM_US: u64 = 500;
+
 pub struct World {
     pub tick: Tick,
     pub defs: Arc<Defs>,
@@ -30,6 +33,10 @@ pub struct World {
     requests: Vec<Request>,
     /// Threads that step instances side by side (None: all on the caller's thread).
     threads: Option<Arc<rayon::ThreadPool>>,
+    /// Instances are spread over the threads only when the last tick's instances took at
+    /// least this long together (µs): waking a pool for a few light fights costs more
+    /// than it saves.
+    parallel_from_us: u64,
 }
 
 impl World {
@@ -48,6 +55,7 @@ impl World {
             pending: Vec::new(),
             requests: Vec::new(),
             threads: None,
+            parallel_from_us: PARALLEL_FROM_US,
         };
         w.hub = w.open_instance(InstanceKind::Hub);
         w
@@ -161,8 +169,9 @@ impl World {
             (inst.step_events, inst.step_requests) = (ev, rq);
             inst.step_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         };
+        let last_us: u64 = self.instances.values().map(|i| i.step_us as u64).sum();
         match &self.threads {
-            Some(pool) if self.instances.len() > 1 => {
+            Some(pool) if self.instances.len() > 1 && last_us >= self.parallel_from_us => {
                 use rayon::prelude::*;
                 // Instances share nothing while they step. Each is one task, the slowest
                 // of the last tick first, so a long one starts at once and the others
@@ -211,11 +220,20 @@ impl World {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .thread_name(|i| format!("hailfire-sim-{i}"))
+                // Lua runs on these threads: the main thread's stack size, not rayon's 2 MiB.
+                .stack_size(8 << 20)
                 .build()
                 .map_err(|e| format!("cannot start {n} simulation threads: {e}"))?;
             Some(Arc::new(pool))
         };
         Ok(())
+    }
+
+    /// Spread instances over the threads only when they took at least `us` µs together
+    /// in the previous tick (default [`PARALLEL_FROM_US`]; 0: always, for tests and
+    /// benchmarks). The results are the same either way.
+    pub fn set_parallel_from_us(&mut self, us: u64) {
+        self.parallel_from_us = us;
     }
 
     /// How many threads step instances.

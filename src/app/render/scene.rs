@@ -83,45 +83,70 @@ pub struct Palette {
     pub bosses: Vec<[f32; 4]>,
 }
 
-/// The colour-blind friendly bullet palette: sRGB colours that stay distinct with
-/// deuteranopia and protanopia (the Okabe-Ito set, chosen for exactly that), brightened where
-/// a dark background needs it.
-const CVD_SAFE: [[u8; 3]; 6] = [
+/// The colour-blind friendly bullet palette: the Okabe-Ito colours, chosen to stay
+/// distinct with deuteranopia and protanopia (red-green colour blindness), two of them
+/// brightened to read on the dark arena.
+pub const CVD_SAFE: [[u8; 3]; 7] = [
     [230, 159, 0],   // orange
     [86, 180, 233],  // sky blue
+    [20, 190, 140],  // bluish green (brightened)
     [240, 228, 66],  // yellow
+    [70, 120, 240],  // blue (brightened, still well apart from sky blue)
     [213, 94, 0],    // vermilion
     [204, 121, 167], // reddish purple
-    [120, 170, 255], // blue, lightened to read on the dark arena
 ];
 
-/// Moves a colour to the colour-blind friendly palette by its hue: reds to vermilion,
-/// oranges to orange, yellows to yellow, greens (the colours red-green colour blindness
-/// confuses with reds) to sky blue, cyans and blues to blue, purples and pinks to reddish
-/// purple. Greys and whites stay as they are.
-pub fn colour_blind(c: [u8; 3]) -> [u8; 3] {
+/// Hue in degrees, or None for greys and whites.
+fn hue(c: [u8; 3]) -> Option<f32> {
     let [r, g, b] = c.map(|v| v as f32 / 255.0);
     let (max, min) = (r.max(g).max(b), r.min(g).min(b));
-    if max - min < 0.12 {
-        return c;
-    }
     let d = max - min;
-    let h = if max == r {
+    if d < 0.12 {
+        return None;
+    }
+    Some(if max == r {
         60.0 * ((g - b) / d).rem_euclid(6.0)
     } else if max == g {
         60.0 * ((b - r) / d + 2.0)
     } else {
         60.0 * ((r - g) / d + 4.0)
-    };
-    let i = match h {
-        h if !(15.0..345.0).contains(&h) => 3,
-        h if h < 45.0 => 0,
-        h if h < 70.0 => 2,
-        h if h < 165.0 => 1,
-        h if h < 260.0 => 5,
-        _ => 4,
-    };
-    CVD_SAFE[i]
+    })
+}
+
+fn hue_distance(a: f32, b: f32) -> f32 {
+    let d = (a - b).abs() % 360.0;
+    d.min(360.0 - d)
+}
+
+/// Moves every bullet colour to the colour-blind friendly palette, keeping kinds apart:
+/// the closest pairs by hue are matched first, each palette colour used once while
+/// there are colours left (up to seven kinds stay pairwise distinct; beyond, a kind
+/// shares the colour nearest its hue). Greys and whites stay as they are.
+pub fn colour_blind(colors: &[[u8; 3]]) -> Vec<[u8; 3]> {
+    let targets: Vec<f32> = CVD_SAFE.iter().map(|c| hue(*c).unwrap_or(0.0)).collect();
+    let mut out = colors.to_vec();
+    let mut todo: Vec<(usize, f32)> = colors.iter().enumerate().filter_map(|(i, c)| Some((i, hue(*c)?))).collect();
+    let mut used = [false; CVD_SAFE.len()];
+    while !todo.is_empty() {
+        let free = used.iter().any(|u| !u);
+        let mut best: Option<(f32, usize, usize)> = None;
+        for (k, &(_, h)) in todo.iter().enumerate() {
+            for (t, th) in targets.iter().enumerate() {
+                if free && used[t] {
+                    continue;
+                }
+                let d = hue_distance(h, *th);
+                if best.is_none_or(|(bd, _, _)| d < bd) {
+                    best = Some((d, k, t));
+                }
+            }
+        }
+        let Some((_, k, t)) = best else { break };
+        used[t] = true;
+        out[todo[k].0] = CVD_SAFE[t];
+        todo.remove(k);
+    }
+    out
 }
 
 impl Palette {
@@ -129,8 +154,9 @@ impl Palette {
     pub fn with(defs: &ClientDefs, colour_blind_bullets: bool) -> Self {
         let mut p = Palette::new(defs);
         if colour_blind_bullets {
-            for (k, b) in defs.bullets.iter().enumerate() {
-                p.kinds[k].0 = rgb_color(colour_blind(b.color));
+            let colors: Vec<[u8; 3]> = defs.bullets.iter().map(|b| b.color).collect();
+            for (k, c) in colour_blind(&colors).into_iter().enumerate() {
+                p.kinds[k].0 = rgb_color(c);
             }
         }
         p
@@ -330,8 +356,14 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     }
     let b = view.bullets;
     let t = view.alpha;
+    // Oldest first, newest on top, whatever the pool's slot order (a slot is refilled by
+    // the last bullet when one dies: drawn in slot order, overlapping bullets would swap
+    // which is on top). The pool is nearly in this order already, so the sort is cheap.
+    let mut order: Vec<(u32, u32)> = (0..b.len()).map(|i| (b.uid[i], i as u32)).collect();
+    order.sort_unstable();
     for pass in [Team::Player, Team::Enemy] {
-        for i in 0..b.len() {
+        for &(_, i) in &order {
+            let i = i as usize;
             if b.team[i] != pass {
                 continue;
             }
@@ -358,5 +390,49 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 params: [shape, glow, 0.85, if pass == Team::Player { 2.0 } else { 1.0 }],
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_colour_blind_palette_keeps_the_base_kinds_apart() {
+        // The base game's bullet colours: player shot, orb, small orb, pellet, rice, star, big.
+        let base = [
+            [0x80, 0xe8, 0xff],
+            [0xff, 0x4f, 0x6d],
+            [0xff, 0xb0, 0x40],
+            [0xff, 0xe0, 0x60],
+            [0x60, 0xff, 0x9a],
+            [0xc4, 0x83, 0xff],
+            [0xff, 0x38, 0x38],
+        ];
+        let out = colour_blind(&base);
+        for (i, a) in out.iter().enumerate() {
+            assert!(CVD_SAFE.contains(a), "kind {i} -> {a:?} is from the safe palette");
+            for b in &out[i + 1..] {
+                assert_ne!(a, b, "two kinds got the same colour: {out:?}");
+            }
+        }
+        // Red-green pairs land on the blue-yellow axis: the green rice is not red's
+        // vermilion, the yellow pellet stays yellow.
+        assert_eq!(out[3], CVD_SAFE[3]);
+        assert_ne!(out[4], CVD_SAFE[5]);
+        // Greys stay; more kinds than colours share the nearest.
+        assert_eq!(colour_blind(&[[200, 200, 200]]), vec![[200, 200, 200]]);
+        assert_eq!(colour_blind(&[[255, 0, 0]; 9]).len(), 9);
+    }
+
+    #[test]
+    fn low_effects_drop_every_glow_and_the_outline_only_enemy_bullets_glow() {
+        let s = |shape: f32, w: f32| Sprite { params: [shape, 0.6, 0.85, w], ..Default::default() };
+        let mut v = vec![s(SH_ORB, 1.0), s(SH_ORB, 2.0), s(SH_SHIP, 0.0), s(SH_RING, 0.0)];
+        apply_look(&mut v, false, true);
+        let glows: Vec<f32> = v.iter().map(|x| x.params[1]).collect();
+        assert_eq!(glows, vec![0.0, 0.6, 0.6, 0.6], "outline: enemy bullets only (not shots, ships, bursts)");
+        apply_look(&mut v, true, false);
+        assert!(v.iter().all(|x| x.params[1] == 0.0));
     }
 }

@@ -29,6 +29,8 @@ pub struct MenuState {
     pub key_changed_for: Option<(String, Option<[u8; 32]>)>,
     /// The settings page's open section.
     pub section: Section,
+    /// The widget that had the focus last frame (to scroll a newly focused one into view).
+    last_focus: Option<egui::Id>,
     /// Waiting for the next input to bind to this slot of this action.
     pub rebinding: Option<(Action, usize)>,
     /// The input pressed for `rebinding` belongs to another action: (action, slot, input,
@@ -111,6 +113,19 @@ impl MenuState {
         self.focus_pending = true;
     }
 
+    /// Nothing has the focus (B or Esc took it away, or the mouse clicked the background):
+    /// the d-pad brings it back to the page's first widget.
+    fn recover_focus(&mut self, ui: &egui::Ui) {
+        let arrows = ui.input(|i| {
+            [egui::Key::ArrowUp, egui::Key::ArrowDown, egui::Key::ArrowLeft, egui::Key::ArrowRight]
+                .iter()
+                .any(|k| i.key_pressed(*k))
+        });
+        if arrows && ui.ctx().memory(|m| m.focused().is_none()) {
+            self.focus_pending = true;
+        }
+    }
+
     fn focus_first(&mut self, r: &egui::Response) {
         if self.focus_pending {
             r.request_focus();
@@ -140,16 +155,7 @@ pub fn main_menu(
             0.0,
             Color32::from_black_alpha(a),
         );
-        // Nothing has the focus (B or Esc took it away, or the mouse clicked the
-        // background): the d-pad brings it back to the page's first widget.
-        let arrows = ui.input(|i| {
-            [egui::Key::ArrowUp, egui::Key::ArrowDown, egui::Key::ArrowLeft, egui::Key::ArrowRight]
-                .iter()
-                .any(|k| i.key_pressed(*k))
-        });
-        if arrows && ui.ctx().memory(|m| m.focused().is_none()) {
-            st.focus_pending = true;
-        }
+        st.recover_focus(ui);
         ui.with_layout(Layout::top_down(Align::Center), |ui| {
             ui.add_space(40.0);
             ui.label(RichText::new("HAILFIRE").size(56.0).strong().color(Color32::from_rgb(255, 120, 150)));
@@ -349,13 +355,22 @@ fn switch(ui: &mut egui::Ui, v: &mut bool) -> bool {
 }
 
 /// A 0..1 slider shown as a percentage.
+/// The value is a label, not egui's number box: focused by the d-pad, that box turns into
+/// a text field that keeps the arrows.
 fn percent(ui: &mut egui::Ui, v: &mut f32) -> egui::Response {
-    ui.add(egui::Slider::new(v, 0.0..=1.0).step_by(0.05).custom_formatter(|x, _| format!("{:.0} %", x * 100.0)))
+    ui.horizontal(|ui| {
+        let r = ui.add(egui::Slider::new(v, 0.0..=1.0).step_by(0.05).show_value(false));
+        ui.label(format!("{:.0} %", *v * 100.0));
+        r
+    })
+    .inner
 }
 
 /// The settings page, in sections. Returns whether anything changed.
 pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) -> bool {
     let mut changed = false;
+    // Also over the game (the pause menu's settings), where main_menu does not run.
+    st.recover_focus(ui);
     ui.label(RichText::new("Settings").size(26.0));
     ui.label(RichText::new("Page Up / Page Down or LB / RB: sections").color(Color32::from_gray(140)));
     ui.add_space(4.0);
@@ -417,13 +432,14 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         });
                         ui.end_row();
                         ui.label("Interface size");
-                        changed |= ui
-                            .add(
-                                egui::Slider::new(&mut s.ui_scale, 0.75..=2.0)
-                                    .step_by(0.05)
-                                    .custom_formatter(|x, _| format!("{:.0} %", x * 100.0)),
-                            )
-                            .changed();
+                        ui.horizontal(|ui| {
+                            let r =
+                                ui.add(egui::Slider::new(&mut s.ui_scale, 0.75..=2.0).step_by(0.05).show_value(false));
+                            ui.label(format!("{:.0} %", s.ui_scale * 100.0));
+                            // Applied when the drag ends: rescaling under the pointer while it
+                            // drags would move the slider away from it.
+                            changed |= r.drag_stopped() || (r.changed() && !r.dragged());
+                        });
                         ui.end_row();
                         ui.label("Vsync (wait for the display: no tearing)");
                         changed |= switch(ui, &mut s.vsync);
@@ -566,6 +582,15 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                 }
             });
         });
+        // The d-pad may move the focus to a widget the scroll area hides (a large
+        // interface size, a small window): bring it into view.
+        let focused = ui.ctx().memory(|m| m.focused());
+        if focused.is_some() && focused != st.last_focus {
+            if let Some(r) = focused.and_then(|id| ui.ctx().read_response(id)) {
+                ui.scroll_to_rect(r.rect, None);
+            }
+        }
+        st.last_focus = focused;
     });
     changed
 }
