@@ -554,7 +554,19 @@ impl Session {
                 .damage
                 .iter()
                 .map(|(who, n, at, t)| {
-                    let s = cam.world_to_screen(*at) * (1.0 / ppp);
+                    // From the top of what was hit (above an enemy's health bar).
+                    let r = match who {
+                        WireTarget::Enemy(id) => snap
+                            .and_then(|s| s.enemies.iter().find(|e| e.id == *id))
+                            .and_then(|e| defs.enemies.get(e.def as usize))
+                            .map_or(14.0, |d| d.radius),
+                        WireTarget::Boss => snap
+                            .and_then(|s| s.boss)
+                            .and_then(|b| defs.bosses.get(b.def as usize))
+                            .map_or(32.0, |d| d.radius),
+                        WireTarget::Player(_) => 10.0,
+                    };
+                    let s = cam.world_to_screen(*at - Vec2::new(0.0, r + 6.0)) * (1.0 / ppp);
                     let taken = matches!(who, WireTarget::Player(_));
                     let text = if taken { format!("-{n}") } else { n.to_string() };
                     (text, egui::pos2(s.x, s.y), t.elapsed().as_secs_f32() / DAMAGE_SECONDS, taken)
