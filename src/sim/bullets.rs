@@ -395,19 +395,7 @@ impl BulletPool {
     /// divide and square root round the same in every lane, and nothing is fused, so the
     /// result is the same bits as the scalar path other machines take).
     pub fn step(&mut self, bounds: Vec2) {
-        let n = self.uid.len();
-        let lanes = Lanes {
-            x: &mut self.x[..n],
-            y: &mut self.y[..n],
-            vx: &mut self.vx[..n],
-            vy: &mut self.vy[..n],
-            turn_cos: &self.turn_cos[..n],
-            turn_sin: &self.turn_sin[..n],
-            accel: &self.accel[..n],
-            max_speed: &self.max_speed[..n],
-            radius: &self.radius[..n],
-            life: &mut self.life[..n],
-        };
+        let lanes = self.lanes();
         #[cfg(target_arch = "x86_64")]
         let died = if SIMD.load(std::sync::atomic::Ordering::Relaxed) && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU was just seen to support AVX2, all `step_avx2` requires.
@@ -421,6 +409,23 @@ impl BulletPool {
             self.dirty = true;
         }
         self.compact();
+    }
+
+    /// The movement arrays, for one tick of [`step_lanes`].
+    fn lanes(&mut self) -> Lanes<'_> {
+        let n = self.uid.len();
+        Lanes {
+            x: &mut self.x[..n],
+            y: &mut self.y[..n],
+            vx: &mut self.vx[..n],
+            vy: &mut self.vy[..n],
+            turn_cos: &self.turn_cos[..n],
+            turn_sin: &self.turn_sin[..n],
+            accel: &self.accel[..n],
+            max_speed: &self.max_speed[..n],
+            radius: &self.radius[..n],
+            life: &mut self.life[..n],
+        }
     }
 
     /// Marks a bullet dead; it is removed by the next [`compact`](Self::compact).
@@ -649,25 +654,10 @@ mod tests {
         let bounds = Vec2::new(400.0, 300.0);
         let mut a = random_pool(23, 2000);
         let mut b = a.clone();
-        fn lanes(p: &mut BulletPool) -> Lanes<'_> {
-            let n = p.len();
-            Lanes {
-                x: &mut p.x[..n],
-                y: &mut p.y[..n],
-                vx: &mut p.vx[..n],
-                vy: &mut p.vy[..n],
-                turn_cos: &p.turn_cos[..n],
-                turn_sin: &p.turn_sin[..n],
-                accel: &p.accel[..n],
-                max_speed: &p.max_speed[..n],
-                radius: &p.radius[..n],
-                life: &mut p.life[..n],
-            }
-        }
         for _ in 0..120 {
             // SAFETY: AVX2 was detected above.
-            let da = unsafe { step_avx2(lanes(&mut a), bounds) };
-            let db = step_lanes(lanes(&mut b), bounds);
+            let da = unsafe { step_avx2(a.lanes(), bounds) };
+            let db = step_lanes(b.lanes(), bounds);
             assert_eq!(da, db);
             for i in 0..a.len() {
                 assert_eq!(
