@@ -222,7 +222,7 @@ enum Command {
     },
     /// Render a fixed scene offscreen to a PNG (no window needed).
     Render {
-        /// bullets, boss_hud, death or hit.
+        /// bullets, boss_hud, death, hit, title or settings.
         #[arg(long)]
         scene: String,
         #[arg(long)]
@@ -232,7 +232,7 @@ enum Command {
         #[arg(long, default_value_t = 720)]
         height: u32,
     },
-    /// Measure simulation cost per tick (boss fight, 10,000-bullet stress) and boss survival.
+    /// Measure simulation cost per tick (boss fight, 10,000 and 100,000 bullets against a reference loop) and boss survival.
     Bench {
         /// Shorter runs (for CI smoke).
         #[arg(long)]
