@@ -250,16 +250,17 @@ enum Command {
         join: bool,
         /// Only the stress arena, at these live bullet counts (comma-separated, e.g.
         /// 100,1000,10000,100000), each against the reference loop.
-        #[arg(long, value_delimiter = ',', conflicts_with_all = ["instances", "net", "render", "join"])]
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["instances", "net", "render", "join"],
+              value_parser = clap::value_parser!(u32).range(100..=120_000))]
         bullets: Vec<u32>,
         /// Only N concurrent Warden fights of four scripted players in one world: cost per
         /// tick and per instance, the Lua share, memory per instance, and the scaling from
         /// one thread to --threads.
-        #[arg(long, conflicts_with_all = ["net", "render", "join"])]
+        #[arg(long, conflicts_with_all = ["net", "render", "join"], value_parser = clap::value_parser!(u32).range(1..=20_000))]
         instances: Option<u32>,
         /// Threads that tick instances (with --instances; default: every core).
-        #[arg(long, requires = "instances")]
-        threads: Option<usize>,
+        #[arg(long, requires = "instances", value_parser = clap::value_parser!(u64).range(1..=256))]
+        threads: Option<u64>,
         /// With --bullets: the scalar bullet step only (what CPUs without AVX2 run).
         #[arg(long, requires = "bullets")]
         scalar: bool,
@@ -471,7 +472,8 @@ fn main() -> ExitCode {
         }
         Some(Command::Bench { quick, instances: Some(n), threads, .. }) => {
             let content = hailfire::content::Content::load_default();
-            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let threads =
+                threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
             for r in hailfire::bench::instances(&content, n, threads, quick) {
                 println!("{r}");
             }

@@ -296,6 +296,9 @@ pub struct BulletPool {
     dirty: bool,
     /// uid -> slot, once [`find`](Self::find) has been used.
     index: Option<std::collections::HashMap<u32, u32>>,
+    /// A removal moved a bullet, or an older uid came after a newer one: the slots are
+    /// no longer in uid order.
+    shuffled: bool,
 }
 
 impl BulletPool {
@@ -319,6 +322,7 @@ impl BulletPool {
     pub fn spawn(&mut self, s: &BulletSpawn, damage: i32) -> usize {
         let (ts, tc) = super::math::portable::sin_cos(s.turn.to_radians());
         let at = self.uid.len();
+        self.shuffled |= self.uid.last().is_some_and(|&last| s.uid < last);
         let vel = s.velocity();
         self.uid.push(s.uid);
         self.x.push(s.pos.x);
@@ -438,6 +442,12 @@ impl BulletPool {
         self.life[i] > 0
     }
 
+    /// Whether the slots are in uid order (nothing was removed from the middle and uids
+    /// came in order): drawing oldest first then needs no sort.
+    pub fn in_uid_order(&self) -> bool {
+        !self.shuffled
+    }
+
     /// Slot of a bullet by uid (builds the index on first use, kept from then on).
     pub fn find(&mut self, uid: u32) -> Option<usize> {
         let uids = &self.uid;
@@ -471,6 +481,7 @@ impl BulletPool {
     /// Removes slot `i` now: the last bullet takes its place (the index follows).
     fn remove_at(&mut self, i: usize) {
         let last = self.uid.len() - 1;
+        self.shuffled |= i != last;
         if let Some(ix) = self.index.as_mut() {
             ix.remove(&self.uid[i]);
             if i != last {

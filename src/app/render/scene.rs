@@ -76,7 +76,7 @@ pub fn rgb_color(c: [u8; 3]) -> [f32; 4] {
 }
 
 /// Per-kind drawing data, looked up by index while building a frame.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Palette {
     pub kinds: Vec<([f32; 4], f32)>,
     pub enemies: Vec<[f32; 4]>,
@@ -359,37 +359,59 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     // Oldest first, newest on top, whatever the pool's slot order (a slot is refilled by
     // the last bullet when one dies: drawn in slot order, overlapping bullets would swap
     // which is on top). The pool is nearly in this order already, so the sort is cheap.
-    let mut order: Vec<(u32, u32)> = (0..b.len()).map(|i| (b.uid[i], i as u32)).collect();
-    order.sort_unstable();
+    // Oldest first. A pool nobody removed from the middle of is in uid order already: it is
+    // walked as it is (the common case stays a plain loop); otherwise through a sorted
+    // index list.
+    let order: Option<Vec<u32>> = (!b.in_uid_order()).then(|| {
+        // uid and slot packed in one u64: a plain integer sort.
+        let mut o: Vec<u64> = (0..b.len()).map(|i| (b.uid[i] as u64) << 32 | i as u64).collect();
+        o.sort_unstable();
+        o.into_iter().map(|k| k as u32).collect()
+    });
     for pass in [Team::Player, Team::Enemy] {
-        for &(_, i) in &order {
-            let i = i as usize;
-            if b.team[i] != pass {
-                continue;
-            }
-            let (vx, vy) = (b.vx[i], b.vy[i]);
-            let (mut color, shape) =
-                palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
-            let mut r = b.radius[i];
-            let mut glow = 0.6;
-            if pass == Team::Player {
-                // Players' shots: larger and brighter than their hitbox, so they read
-                // against any pattern (enemy bullets still draw over them).
-                r *= 1.5;
-                glow = 0.35;
-                for ch in color.iter_mut().take(3) {
-                    *ch = *ch * 0.6 + 0.4;
-                }
-            }
-            out.push(Sprite {
-                pos: [b.x[i] + vx * t, b.y[i] + vy * t],
-                size: [r, r],
-                dir: [vx, vy],
-                color,
-                // Both kinds are clipped to the arena; only enemy bullets get the outline.
-                params: [shape, glow, 0.85, if pass == Team::Player { 2.0 } else { 1.0 }],
-            });
+        match &order {
+            None => push_bullets(b, palette, t, pass, 0..b.len(), out),
+            Some(o) => push_bullets(b, palette, t, pass, o.iter().map(|&i| i as usize), out),
         }
+    }
+}
+
+/// The sprites of `pass`'s bullets, in the order of `slots`.
+#[inline(never)]
+fn push_bullets(
+    b: &BulletPool,
+    palette: &Palette,
+    t: f32,
+    pass: Team,
+    slots: impl Iterator<Item = usize>,
+    out: &mut Vec<Sprite>,
+) {
+    for i in slots {
+        if b.team[i] != pass {
+            continue;
+        }
+        let (vx, vy) = (b.vx[i], b.vy[i]);
+        let (mut color, shape) =
+            palette.kinds.get(b.kind[i] as usize).copied().unwrap_or(([1.0, 1.0, 1.0, 1.0], SH_ORB));
+        let mut r = b.radius[i];
+        let mut glow = 0.6;
+        if pass == Team::Player {
+            // Players' shots: larger and brighter than their hitbox, so they read
+            // against any pattern (enemy bullets still draw over them).
+            r *= 1.5;
+            glow = 0.35;
+            for ch in color.iter_mut().take(3) {
+                *ch = *ch * 0.6 + 0.4;
+            }
+        }
+        out.push(Sprite {
+            pos: [b.x[i] + vx * t, b.y[i] + vy * t],
+            size: [r, r],
+            dir: [vx, vy],
+            color,
+            // Both kinds are clipped to the arena; only enemy bullets get the outline.
+            params: [shape, glow, 0.85, if pass == Team::Player { 2.0 } else { 1.0 }],
+        });
     }
 }
 
@@ -423,6 +445,53 @@ mod tests {
         // Greys stay; more kinds than colours share the nearest.
         assert_eq!(colour_blind(&[[200, 200, 200]]), vec![[200, 200, 200]]);
         assert_eq!(colour_blind(&[[255, 0, 0]; 9]).len(), 9);
+    }
+
+    #[test]
+    fn bullets_are_drawn_oldest_first_whatever_their_slots() {
+        use crate::sim::bullets::BulletSpawn;
+        let mut pool = BulletPool::new();
+        for uid in 0..6u32 {
+            let s = BulletSpawn {
+                uid,
+                pos: Vec2::new(10.0 * uid as f32, 50.0),
+                angle: 0.0,
+                speed: 0.0,
+                radius: 4.0,
+                lifetime: 100,
+                kind: 0,
+                team: Team::Enemy,
+                accel: 0.0,
+                turn: 0.0,
+                max_speed: f32::INFINITY,
+                tick: 0,
+            };
+            pool.spawn(&s, 0);
+        }
+        // The newest bullet takes the dead one's slot.
+        pool.despawn(1);
+        assert_ne!(pool.uid, vec![0, 2, 3, 4, 5], "the slots are out of uid order");
+        let view = WorldView {
+            arena: Vec2::new(100.0, 100.0),
+            bullets: &pool,
+            alpha: 0.0,
+            players: &[],
+            own_id: None,
+            own_pos: None,
+            own_aim: None,
+            enemies: &[],
+            enemy_radius: &[],
+            boss: None,
+            boss_radius: &[],
+            portals: &[],
+            portal_radius: 0.0,
+            flashes: &[],
+            bursts: &[],
+        };
+        let mut out = Vec::new();
+        build(&view, &Palette::default(), &mut out);
+        let xs: Vec<f32> = out.iter().filter(|s| s.params[3] == 1.0).map(|s| s.pos[0]).collect();
+        assert_eq!(xs, vec![0.0, 20.0, 30.0, 40.0, 50.0], "drawn in uid order (x = 10 * uid)");
     }
 
     #[test]

@@ -354,6 +354,14 @@ fn switch(ui: &mut egui::Ui, v: &mut bool) -> bool {
     ui.checkbox(v, text).changed()
 }
 
+/// A grid row: a label and its switch. Returns whether it changed.
+fn switch_row(ui: &mut egui::Ui, label: &str, v: &mut bool) -> bool {
+    ui.label(label);
+    let changed = switch(ui, v);
+    ui.end_row();
+    changed
+}
+
 /// A 0..1 slider shown as a percentage.
 /// The value is a label, not egui's number box: focused by the d-pad, that box turns into
 /// a text field that keeps the arrows.
@@ -441,18 +449,14 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                             changed |= r.drag_stopped() || (r.changed() && !r.dragged());
                         });
                         ui.end_row();
-                        ui.label("Vsync (wait for the display: no tearing)");
-                        changed |= switch(ui, &mut s.vsync);
-                        ui.end_row();
+                        changed |= switch_row(ui, "Vsync (wait for the display: no tearing)", &mut s.vsync);
                         ui.label("Frame rate cap");
                         ui.horizontal(|ui| {
                             changed |= ui.selectable_value(&mut s.frame_cap, 60, "60 (every game tick)").changed();
                             changed |= ui.selectable_value(&mut s.frame_cap, 30, "30 (saves power)").changed();
                         });
                         ui.end_row();
-                        ui.label("Low effects (no glow; for software rendering)");
-                        changed |= switch(ui, &mut s.low_effects);
-                        ui.end_row();
+                        changed |= switch_row(ui, "Low effects (no glow; for software rendering)", &mut s.low_effects);
                     }),
                     Section::Audio => grid.show(ui, |ui| {
                         for (label, v) in [
@@ -466,9 +470,7 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                             changed |= r.changed();
                             ui.end_row();
                         }
-                        ui.label("Mute all sound");
-                        changed |= switch(ui, &mut s.muted);
-                        ui.end_row();
+                        changed |= switch_row(ui, "Mute all sound", &mut s.muted);
                     }),
                     Section::Controls => grid.show(ui, |ui| {
                         ui.label(RichText::new("Click a binding to replace it").color(Color32::from_gray(150)));
@@ -513,12 +515,8 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         ui.label("Host on UDP port");
                         changed |= ui.add(egui::DragValue::new(&mut s.host_port).range(1024..=65535)).changed();
                         ui.end_row();
-                        ui.label("Network overlay (ping, loss, traffic)");
-                        changed |= switch(ui, &mut s.show_net_overlay);
-                        ui.end_row();
-                        ui.label("Reload saved mods while hosting");
-                        changed |= switch(ui, &mut s.watch_mods);
-                        ui.end_row();
+                        changed |= switch_row(ui, "Network overlay (ping, loss, traffic)", &mut s.show_net_overlay);
+                        changed |= switch_row(ui, "Reload saved mods while hosting", &mut s.watch_mods);
                     }),
                     Section::Accessibility => grid.show(ui, |ui| {
                         ui.label("Outline around enemy bullets");
@@ -540,18 +538,10 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                                 .changed();
                         });
                         ui.end_row();
-                        ui.label("Screen shake when hit");
-                        changed |= switch(ui, &mut s.screen_shake);
-                        ui.end_row();
-                        ui.label("Reduced flashing");
-                        changed |= switch(ui, &mut s.reduced_flashing);
-                        ui.end_row();
-                        ui.label("Damage numbers");
-                        changed |= switch(ui, &mut s.damage_numbers);
-                        ui.end_row();
-                        ui.label("Enemy health bars");
-                        changed |= switch(ui, &mut s.enemy_health_bars);
-                        ui.end_row();
+                        changed |= switch_row(ui, "Screen shake when hit", &mut s.screen_shake);
+                        changed |= switch_row(ui, "Reduced flashing", &mut s.reduced_flashing);
+                        changed |= switch_row(ui, "Damage numbers", &mut s.damage_numbers);
+                        changed |= switch_row(ui, "Enemy health bars", &mut s.enemy_health_bars);
                     }),
                 };
                 if let Some((a, slot, input, other)) = st.conflict.clone() {
