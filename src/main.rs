@@ -264,6 +264,17 @@ enum Command {
         /// With --bullets: the scalar bullet step only (what CPUs without AVX2 run).
         #[arg(long, requires = "bullets")]
         scalar: bool,
+        /// Only the network under attack: a server on 127.0.0.1 with two honest bots
+        /// fighting, under a garbage flood and each exhaustion attack from other loopback
+        /// addresses; prints what the bots saw and what the server dropped and why.
+        #[arg(long, conflicts_with_all = ["instances", "net", "render", "join", "bullets"])]
+        flood: bool,
+        /// With --flood: seconds each attack runs.
+        #[arg(long, requires = "flood", default_value_t = 10.0)]
+        seconds: f64,
+        /// With --flood: datagrams a second of the garbage flood.
+        #[arg(long, requires = "flood", default_value_t = 16_000)]
+        rate: u32,
     },
 }
 
@@ -366,6 +377,7 @@ fn main() -> ExitCode {
             ban_list: Some(path.parent().map_or_else(|| eff.ban_list.clone(), |d| d.join(&eff.ban_list))),
             status_every: (eff.status_every_s > 0).then(|| std::time::Duration::from_secs(eff.status_every_s)),
             threads: eff.sim_threads(),
+            max_sessions_per_address: eff.max_sessions_per_address,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,
@@ -451,6 +463,24 @@ fn main() -> ExitCode {
                 println!("{d}");
             }
             ExitCode::SUCCESS
+        }
+        Some(Command::Bench { flood: true, seconds, rate, .. }) => {
+            let content = hailfire::content::Content::load_default();
+            let mut ok = true;
+            for attack in hailfire::server::flood::all(rate) {
+                match hailfire::server::flood::run(&content, attack, seconds) {
+                    Ok(r) => println!("{r}\n"),
+                    Err(e) => {
+                        eprintln!("{}: {e:#}", attack.name());
+                        ok = false;
+                    }
+                }
+            }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Some(Command::Bench { join: true, .. }) => match hailfire::bench::join_bench() {
             Ok(rs) => {

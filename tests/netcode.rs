@@ -1064,25 +1064,35 @@ fn a_hostile_server_cannot_admit_a_client_early_or_offer_twice() {
 }
 
 #[test]
-fn joiners_who_take_the_content_count_toward_capacity_and_must_answer_the_offer() {
+fn joiners_who_take_the_content_have_their_own_room_and_must_answer_the_offer() {
     let (mut s, l, c) = raw_server();
+    assert_eq!(hailfire::server::max_joining(2), 2);
     let other = hailfire::protocol::content::ContentDigest([1; 32]);
+    let joiner = || ClientMsg::Hello { version: PROTOCOL_VERSION, content: other, name: "j".into() }.encode();
     let mut a = Raw::new(&l);
     let mut b = Raw::new(&l);
     s.tick();
     for r in [&mut a, &mut b] {
-        r.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content: other, name: "j".into() }.encode());
+        r.send(CH_CONTROL, &joiner());
         s.tick();
         r.pump();
         assert!(r.got.iter().any(|m| matches!(m, ServerMsg::ContentOffer { .. })));
     }
-    // Two joiners fill a two-player server: a third is told it is full.
+    assert_eq!((s.joining(), s.connected_players()), (2, 0));
+    // The joining room is full: a third joiner is told the server is busy...
     let mut third = Raw::new(&l);
     s.tick();
-    third.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    third.send(CH_CONTROL, &joiner());
     s.tick();
     third.pump();
-    assert!(third.got.contains(&ServerMsg::Reject(RejectReason::ServerFull { max: 2 })));
+    assert!(third.got.contains(&ServerMsg::Reject(RejectReason::Busy)), "{:?}", third.got);
+    // ...but the players' slots are untouched: a player who needs no download gets in.
+    let mut player = Raw::new(&l);
+    s.tick();
+    player.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    s.tick();
+    player.pump();
+    assert!(player.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })), "{:?}", player.got);
     // Joiners that never answer the offer are let go after 10 s, freeing their places.
     for _ in 0..(hailfire::server::CONTENT_ANSWER_TICKS + 2) {
         s.tick();
@@ -1091,10 +1101,10 @@ fn joiners_who_take_the_content_count_toward_capacity_and_must_answer_the_offer(
     assert!(a.closed && a.got.contains(&ServerMsg::Reject(RejectReason::ContentTimeout)), "{:?}", a.got);
     let mut late = Raw::new(&l);
     s.tick();
-    late.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    late.send(CH_CONTROL, &joiner());
     s.tick();
     late.pump();
-    assert!(late.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })), "{:?}", late.got);
+    assert!(late.got.iter().any(|m| matches!(m, ServerMsg::ContentOffer { .. })), "{:?}", late.got);
 }
 
 #[test]

@@ -14,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 6, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 7, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -102,7 +102,9 @@ fn golden_welcome_and_reject() {
     assert_eq!(hex(&w.encode()), "0a 01 00 ac 02 05 00 00 00 3c 02 48 69 02 79 6f");
     let r = ServerMsg::Reject(RejectReason::VersionMismatch { server: 1, client: 2 });
     assert_eq!(hex(&r.encode()), "0b 01 01 00 02 00");
-    for m in [w, r] {
+    let busy = ServerMsg::Reject(RejectReason::Busy);
+    assert_eq!(hex(&busy.encode()), "0b 08", "reject code 8: busy (protocol 7)");
+    for m in [w, r, busy] {
         assert_eq!(ServerMsg::decode(&m.encode()).unwrap(), m);
     }
 }
@@ -301,6 +303,7 @@ fn round_trips_for_every_message() {
         ServerMsg::Reject(RejectReason::Kicked { reason: "bye".into() }),
         ServerMsg::Reject(RejectReason::TooManyMalformed),
         ServerMsg::Reject(RejectReason::Banned { reason: "griefing".into() }),
+        ServerMsg::Reject(RejectReason::Busy),
         ServerMsg::Notice { text: "[server] restart in 5 minutes".into() },
         ServerMsg::Welcome {
             version: PROTOCOL_VERSION,

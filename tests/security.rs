@@ -19,7 +19,7 @@ use hailfire::protocol::content::ClientContent;
 use hailfire::server::{Server, ServerConfig};
 
 fn server(c: &Content, bind: &str, identity: Identity, password: Option<&str>) -> Server<EnetTransport> {
-    let sec = ServerSecurity { identity, password: password.map(str::to_string), max_sessions: 0, status: None };
+    let sec = ServerSecurity { password: password.map(str::to_string), ..ServerSecurity::new(identity) };
     let net = EnetTransport::listen_secure(bind.parse().unwrap(), 8, sec).unwrap();
     Server::new(c, net, ServerConfig::default())
 }
@@ -253,20 +253,31 @@ fn a_password_is_proven_never_sent_and_guesses_are_limited() {
     assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
     let relay = relay.borrow();
     assert!(!relay.seen.iter().any(|d| d.windows(7).any(|w| w == b"hunter2")));
-    // Wrong guesses from one address: refused, then not even answered.
-    for k in 0..6 {
+    // Wrong guesses from one address: the first few are answered at once (the join without
+    // a password was one), then each waits for the address's next token.
+    use hailfire::net::secure::{GUESS_BURST, GUESS_REFILL};
+    for k in 0..GUESS_BURST as usize - 1 {
         let mut cl = vec![client(&c, to, "guesser", with(Some(&format!("guess{k}"))))];
+        let t = Instant::now();
         run(&mut s, &mut cl, 10.0, || {});
-        assert!(matches!(cl[0].phase, Phase::Failed(_)));
+        assert!(matches!(&cl[0].phase, Phase::Failed(w) if w.contains("wrong password")), "{:?}", cl[0].phase);
+        assert!(t.elapsed() < Duration::from_secs(2), "within the burst: answered at once");
     }
-    assert_eq!(
-        s.net.security_stats().refused_passwords,
-        hailfire::net::secure::MAX_PASSWORD_GUESSES_PER_MINUTE as u64,
-        "after five wrong passwords in a minute (the first join without one counts), later guesses are not even heard"
-    );
+    let mut cl = vec![client(&c, to, "guesser", with(Some("one more")))];
+    let t = Instant::now();
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(matches!(&cl[0].phase, Phase::Failed(w) if w.contains("wrong password")), "{:?}", cl[0].phase);
+    assert!(t.elapsed() >= GUESS_REFILL / 2, "past the burst, a guess waits for a token: {:?}", t.elapsed());
+    // A player at the same address with the right password is not locked out: it waits
+    // for the next token (the guesser's tokens are spent), then joins.
     let mut cl = vec![client(&c, to, "late", with(Some("hunter2")))];
-    run(&mut s, &mut cl, 3.0, || {});
-    assert!(!cl[0].is_joined(), "after five wrong guesses a minute, this address waits");
+    let t = Instant::now();
+    run(&mut s, &mut cl, 10.0, || {});
+    assert!(cl[0].is_joined(), "{:?}", cl[0].phase);
+    assert!(t.elapsed() >= GUESS_REFILL / 2, "it waited for a token: {:?}", t.elapsed());
+    let st = s.net.security_stats();
+    assert_eq!(st.refused_passwords, GUESS_BURST as u64 + 1, "{st:?}");
+    assert!(st.held_guesses >= 2, "{st:?}");
 }
 
 #[test]
@@ -327,12 +338,7 @@ fn status_queries_cannot_amplify_and_are_rate_limited() {
         max_players: 8,
         ..Default::default()
     }));
-    let sec = ServerSecurity {
-        identity: Identity::generate().unwrap(),
-        password: None,
-        max_sessions: 0,
-        status: Some(board.clone()),
-    };
+    let sec = ServerSecurity { status: Some(board.clone()), ..ServerSecurity::new(Identity::generate().unwrap()) };
     let net = EnetTransport::listen_secure("127.0.0.1:0".parse().unwrap(), 8, sec).unwrap();
     let addr = net.local_addr().unwrap();
     let mut s = Server::new(&c, net, ServerConfig::default());

@@ -6,7 +6,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use crate::protocol::status::{query, ServerStatus, QUERY_LEN};
+use crate::protocol::status::{query, query_with, read_cookie_answer, ServerStatus, QUERY_LEN};
 use crate::protocol::DEFAULT_PORT;
 
 /// Ports asked on this machine and by broadcast when none are given: the default port and
@@ -30,12 +30,12 @@ fn nonce() -> u32 {
 }
 
 /// Asks one server; the answer, or an error after `timeout` (the query is sent three
-/// times, in case one is lost).
+/// times, in case one is lost; a busy server's cookie is sent back at once).
 pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
     let local: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
     let socket = UdpSocket::bind(local)?;
     let n = nonce();
-    let q = query(n);
+    let mut q = query(n);
     let start = Instant::now();
     let mut buf = [0u8; 2048];
     for attempt in 0..3u32 {
@@ -46,10 +46,17 @@ pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
             match socket.recv_from(&mut buf) {
                 // A server with several addresses may answer from another one: the nonce
                 // is what ties the answer to this query.
-                Ok((len, _)) => {
+                Ok((len, from)) => {
                     if let Ok((got, status)) = ServerStatus::read_answer(&buf[..len]) {
                         if got == n {
                             return Ok(Found { addr, status, ping_ms: start.elapsed().as_secs_f64() * 1000.0 });
+                        }
+                    }
+                    // Busy with unverified queries: it asks us to prove our address.
+                    if let Some((got, cookie)) = read_cookie_answer(&buf[..len]) {
+                        if got == n && q[6..22] == [0; 16] {
+                            q = query_with(n, cookie);
+                            socket.send_to(&q, from)?;
                         }
                     }
                 }
@@ -84,11 +91,18 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
         let _ = socket.send_to(&q, t);
     }
     let mut found: BTreeMap<SocketAddr, Found> = BTreeMap::new();
+    let mut cookies = std::collections::BTreeSet::new();
     let mut buf = [0u8; QUERY_LEN * 2];
     while start.elapsed() < wait {
         socket.set_read_timeout(Some((wait - start.elapsed()).max(Duration::from_millis(1))))?;
         match socket.recv_from(&mut buf) {
             Ok((len, from)) => {
+                if let Some((got, cookie)) = read_cookie_answer(&buf[..len]) {
+                    if got == n && cookies.insert(from) {
+                        let _ = socket.send_to(&query_with(n, cookie), from);
+                    }
+                    continue;
+                }
                 let Ok((got, status)) = ServerStatus::read_answer(&buf[..len]) else { continue };
                 if got != n {
                     continue;

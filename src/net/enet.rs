@@ -22,6 +22,8 @@ pub const PEER_TIMEOUT_MS: u32 = 5_000;
 pub struct EnetTransport {
     host: enet::Host<SecureSocket>,
     bytes: HashMap<usize, (u64, u64)>,
+    /// Each connected peer's address (kept past the disconnect, to end its session).
+    addrs: HashMap<usize, SocketAddr>,
 }
 
 fn settings(peers: usize) -> enet::HostSettings {
@@ -33,24 +35,24 @@ impl EnetTransport {
         let mut host = enet::Host::new(socket, settings(peers)).map_err(|e| io::Error::other(format!("{e:?}")))?;
         let _ = host.set_maximum_packet_size(MAX_PACKET);
         let _ = host.set_maximum_waiting_data(4 * MAX_PACKET);
-        Ok(EnetTransport { host, bytes: HashMap::new() })
+        Ok(EnetTransport { host, bytes: HashMap::new(), addrs: HashMap::new() })
     }
 
     /// A server listening on `bind` for up to `max_peers` connections, with a fresh key
     /// pair and no password (tests, benchmarks).
     pub fn listen(bind: SocketAddr, max_peers: usize) -> io::Result<Self> {
-        let security =
-            ServerSecurity { identity: Identity::generate()?, password: None, max_sessions: 0, status: None };
-        Self::listen_secure(bind, max_peers, security)
+        Self::listen_secure(bind, max_peers, ServerSecurity::new(Identity::generate()?))
     }
 
-    /// A server listening on `bind` for up to `max_peers` connections, proving `security`'s
-    /// identity and asking its password.
+    /// A server listening on `bind` for up to `max_peers` connections (players and
+    /// joiners together), proving `security`'s identity and asking its password.
     pub fn listen_secure(bind: SocketAddr, max_peers: usize, mut security: ServerSecurity) -> io::Result<Self> {
-        // A few spare slots so that a full server can still say "full" to newcomers, and
-        // room for handshakes in progress.
+        // A few spare peers so that a full server can still say "full" to newcomers; one
+        // session holds one peer, and sessions retire a moment after their peer.
         let peers = max_peers + 4;
-        security.max_sessions = security.max_sessions.max(peers * 2 + 16);
+        if security.max_sessions == 0 {
+            security.max_sessions = peers;
+        }
         Self::with_socket(SecureSocket::server(UdpSocket::bind(bind)?, security)?, peers)
     }
 
@@ -73,6 +75,12 @@ impl EnetTransport {
         }
         .parse()
         .expect("valid");
+        Self::connect_from(local, server, security)
+    }
+
+    /// A client connecting to `server` from the local address `local` (tests and the
+    /// attack bench use other loopback addresses, 127.0.0.2 and up).
+    pub fn connect_from(local: SocketAddr, server: SocketAddr, security: ClientSecurity) -> io::Result<Self> {
         let socket = SecureSocket::client(UdpSocket::bind(local)?, server, security);
         let mut t = Self::with_socket(socket, 1)?;
         let peer = t.host.connect(server, CHANNEL_COUNT, 0).map_err(|e| io::Error::other(format!("{e:?}")))?;
@@ -116,10 +124,18 @@ impl Transport for EnetTransport {
                         self.bytes.insert(peer.0, (0, 0));
                         if let Some(p) = self.host.get_peer_mut(peer) {
                             p.set_timeout(32, PEER_TIMEOUT_MS / 2, PEER_TIMEOUT_MS);
+                            if let Some(a) = p.address() {
+                                self.addrs.insert(peer.0, a);
+                            }
                         }
                         out.push(NetEvent::Connected(peer.0 as PeerId));
                     }
-                    enet::EventNoRef::Disconnect { peer, .. } => out.push(NetEvent::Disconnected(peer.0 as PeerId)),
+                    enet::EventNoRef::Disconnect { peer, .. } => {
+                        if let Some(a) = self.addrs.remove(&peer.0) {
+                            self.host.socket_mut().retire(a);
+                        }
+                        out.push(NetEvent::Disconnected(peer.0 as PeerId))
+                    }
                     enet::EventNoRef::Receive { peer, channel_id, packet } => {
                         if (channel_id as usize) < CHANNEL_COUNT {
                             let data = packet.data().to_vec();
@@ -169,6 +185,20 @@ impl Transport for EnetTransport {
 
     fn failure(&mut self) -> Option<String> {
         self.host.socket_mut().failure.take()
+    }
+
+    fn security(&self) -> Option<SecureStats> {
+        Some(self.security_stats())
+    }
+
+    fn wait(&mut self, until: std::time::Instant) {
+        loop {
+            let now = std::time::Instant::now();
+            if now >= until {
+                return;
+            }
+            self.host.socket_mut().wait(until - now);
+        }
     }
 
     fn presented_key(&self) -> Option<[u8; 32]> {

@@ -79,6 +79,18 @@ pub trait Transport {
     fn peer_addr(&self, _peer: PeerId) -> Option<std::net::SocketAddr> {
         None
     }
+    /// What the secure layer under this transport counted, where there is one.
+    fn security(&self) -> Option<secure::SecureStats> {
+        None
+    }
+    /// Idles until `until`. A transport over a socket reads it meanwhile, so a flood
+    /// between two ticks empties the socket instead of overflowing its buffer.
+    fn wait(&mut self, until: std::time::Instant) {
+        let now = std::time::Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -105,6 +117,12 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         (**self).peer_addr(peer)
+    }
+    fn wait(&mut self, until: std::time::Instant) {
+        (**self).wait(until)
+    }
+    fn security(&self) -> Option<secure::SecureStats> {
+        (**self).security()
     }
 }
 
@@ -161,5 +179,21 @@ impl Transport for Multi {
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         let (p, id) = Self::split(peer);
         self.parts.get(p).and_then(|t| t.peer_addr(id))
+    }
+    fn security(&self) -> Option<secure::SecureStats> {
+        self.parts.iter().find_map(|t| t.security())
+    }
+    /// Waits in short steps, letting each part read its socket.
+    fn wait(&mut self, until: std::time::Instant) {
+        loop {
+            let now = std::time::Instant::now();
+            if now >= until {
+                return;
+            }
+            let step = (now + std::time::Duration::from_millis(1)).min(until);
+            for t in self.parts.iter_mut() {
+                t.wait(step);
+            }
+        }
     }
 }

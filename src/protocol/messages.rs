@@ -236,6 +236,8 @@ pub enum RejectReason {
     Banned {
         reason: String,
     },
+    /// Too many players are joining at once (all of them, or from one address).
+    Busy,
 }
 
 impl std::fmt::Display for RejectReason {
@@ -250,6 +252,9 @@ impl std::fmt::Display for RejectReason {
             RejectReason::Kicked { reason } => write!(f, "kicked: {reason}"),
             RejectReason::TooManyMalformed => write!(f, "disconnected for sending malformed packets"),
             RejectReason::Banned { reason } => write!(f, "banned from this server: {reason}"),
+            RejectReason::Busy => {
+                write!(f, "the server is busy letting other players in (or under attack); try again in a few seconds")
+            }
         }
     }
 }
@@ -1208,6 +1213,7 @@ impl ServerMsg {
                         w.u8(7);
                         w.str(&crate::protocol::names::clip(reason, 255));
                     }
+                    RejectReason::Busy => w.u8(8),
                 }
             }
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => {
@@ -1375,6 +1381,7 @@ impl ServerMsg {
                 5 => RejectReason::Kicked { reason: r.str(255, "reason")? },
                 6 => RejectReason::TooManyMalformed,
                 7 => RejectReason::Banned { reason: r.str(255, "reason")? },
+                8 => RejectReason::Busy,
                 _ => return Err(DecodeError::BadValue("reject code")),
             }),
             T_CONTENT_OFFER => ServerMsg::ContentOffer {

@@ -36,7 +36,11 @@ pub use wire::DecodeError;
 /// - 6: server operations. `Welcome` carries the server's name and message of the day;
 ///   `Notice` (type 15) brings the operator's words; reject code 7 "banned"; `Admin`
 ///   (type 5) lets a player with the admin password run console commands.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// - 7: holding the door. Reject code 8 "busy" (too many joining at once); the status
+///   query carries a cookie and the answer a joining count (status version 2); the secure
+///   layer (version 3) refuses with a reason code, says `Busy` when it has no room, and
+///   hands ENet only well-formed commands.
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

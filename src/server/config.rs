@@ -27,6 +27,8 @@ pub struct ServerFile {
     /// Threads that tick instances side by side (0: the machine's cores minus one, at
     /// least one).
     pub threads: usize,
+    /// Connections one IP address may hold at once (players behind one router).
+    pub max_sessions_per_address: usize,
 }
 
 impl Default for ServerFile {
@@ -45,6 +47,7 @@ impl Default for ServerFile {
             ban_list: PathBuf::from("bans.toml"),
             status_every_s: 300,
             threads: 0,
+            max_sessions_per_address: crate::net::secure::DEFAULT_SESSIONS_PER_ADDRESS,
         }
     }
 }
@@ -88,14 +91,18 @@ pub fn default_text() -> String {
          status_every_s = {}\n\n\
          # Threads that tick dungeon instances side by side (0: the machine's cores minus\n\
          # one, at least one). Fights are independent; the result is the same with any number.\n\
-         threads = 0\n",
+         threads = 0\n\n\
+         # Connections one IP address may hold at once (1..=256): players behind one home\n\
+         # router share an address. Raise it for a LAN party playing on a remote server.\n\
+         max_sessions_per_address = {}\n",
         d.name,
         d.bind,
         d.max_players,
         d.event_every,
         d.log_level,
         d.ban_list.display(),
-        d.status_every_s
+        d.status_every_s,
+        d.max_sessions_per_address
     )
 }
 
@@ -148,6 +155,12 @@ impl ServerFile {
                 return Err(format!("{key} is {} bytes long; at most {max}", value.len()));
             }
         }
+        if !(1..=MAX_PLAYERS).contains(&self.max_sessions_per_address) {
+            return Err(format!(
+                "max_sessions_per_address must be 1..={MAX_PLAYERS}, not {}",
+                self.max_sessions_per_address
+            ));
+        }
         if self.threads > 256 {
             return Err(format!("threads must be 0 (automatic) ..= 256, not {}", self.threads));
         }
@@ -188,7 +201,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -201,7 +214,8 @@ impl ServerFile {
             shown.admin_password,
             shown.ban_list.display().to_string(),
             shown.status_every_s,
-            shown.threads
+            shown.threads,
+            shown.max_sessions_per_address
         )
     }
 }

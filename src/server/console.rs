@@ -123,6 +123,8 @@ pub struct Ops {
     /// Wire totals (sent, received) at the last status line.
     last_traffic: (u64, u64),
     last_behind_warning: Option<Instant>,
+    /// Drops already reported in the log.
+    drops_logged: u64,
     /// Lines typed on standard input, from a reader thread.
     stdin: Option<Receiver<String>>,
     /// Set by `stop`.
@@ -145,6 +147,7 @@ impl Ops {
             last_status: now,
             last_traffic: (0, 0),
             last_behind_warning: None,
+            drops_logged: 0,
             stdin: None,
             stop_requested: false,
             board: None,
@@ -227,6 +230,19 @@ impl Ops {
         if let (Some(board), 0) = (&self.board, self.ticks % 30) {
             if let Ok(mut b) = board.lock() {
                 b.players = server.connected_players().min(u16::MAX as usize) as u16;
+                b.joining = server.joining().min(u16::MAX as usize) as u16;
+            }
+        }
+        // What the network layer dropped, at most once a minute and only when it grew.
+        if self.ticks.is_multiple_of(TICK_RATE as u64 * 60) {
+            if let Some(sec) = server.net.security() {
+                let line = sec.drops();
+                if sec.dropped + sec.replayed + sec.evicted + sec.idle_dropped + sec.kernel_dropped > self.drops_logged
+                {
+                    self.drops_logged =
+                        sec.dropped + sec.replayed + sec.evicted + sec.idle_dropped + sec.kernel_dropped;
+                    warn!(sessions = sec.sessions, handshakes = sec.half_open, "dropped so far: {line}");
+                }
             }
         }
         self.costs.push_back(cost.as_micros().min(u32::MAX as u128) as u32);
@@ -328,12 +344,22 @@ impl Ops {
             Command::Status => {
                 let (mean, max) = self.tick_cost_ms();
                 let mut out = vec![format!(
-                    "{:?} up {}, {} of {} player(s), tick {mean:.2} ms mean {max:.2} ms max over the last minute (budget 16.7)",
+                    "{:?} up {}, {} of {} player(s), {} joining, tick {mean:.2} ms mean {max:.2} ms max over the last minute (budget 16.7)",
                     server.config.name,
                     uptime(self.started.elapsed()),
                     server.connected_players(),
-                    server.config.max_players
+                    server.config.max_players,
+                    server.joining()
                 )];
+                if let Some(sec) = server.net.security() {
+                    out.push(format!(
+                        "network: {} session(s), {} handshake(s) in progress, receive buffer {}; dropped: {}",
+                        sec.sessions,
+                        sec.half_open,
+                        if sec.receive_buffer > 0 { bytes(sec.receive_buffer as u64) } else { "unknown".into() },
+                        sec.drops()
+                    ));
+                }
                 if let Some((sent, recv)) = server.net.wire_totals() {
                     let s = self.started.elapsed().as_secs_f64().max(1e-3);
                     out.push(format!(

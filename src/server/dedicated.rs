@@ -41,6 +41,8 @@ pub struct DedicatedOptions {
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
     pub threads: usize,
+    /// Connections one IP address may hold.
+    pub max_sessions_per_address: usize,
 }
 
 /// Reloads the server's mods when a file under them is saved (`--watch-mods`).
@@ -174,7 +176,9 @@ pub fn run_loop<T: Transport>(
         next += period;
         let now = Instant::now();
         if next > now {
-            std::thread::sleep(next - now);
+            // Reads the socket while it waits: a flood between ticks is drained, not left
+            // to overflow the receive buffer.
+            server.net.wait(next);
             behind_logged = false;
         } else if now - next > period * 30 {
             // Far behind (the machine stalled): skip ahead instead of racing to catch up.
@@ -217,17 +221,21 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     let board: crate::net::secure::StatusBoard =
         std::sync::Arc::new(std::sync::Mutex::new(crate::protocol::status::ServerStatus {
             protocol: crate::protocol::PROTOCOL_VERSION,
-            players: 0,
             max_players: opts.max_players.min(u16::MAX as usize) as u16,
             port: opts.bind.port(),
             password: opts.password.is_some(),
             key: identity.public[..8].try_into().expect("8 bytes"),
             name: opts.name.clone(),
             motd: opts.motd.clone(),
+            ..Default::default()
         }));
-    let security =
-        ServerSecurity { identity, password: opts.password.clone(), max_sessions: 0, status: Some(board.clone()) };
-    let net = EnetTransport::listen_secure(opts.bind, opts.max_players, security).map_err(|e| {
+    let security = ServerSecurity {
+        password: opts.password.clone(),
+        per_address: opts.max_sessions_per_address,
+        status: Some(board.clone()),
+        ..ServerSecurity::new(identity)
+    };
+    let net = EnetTransport::listen_secure(opts.bind, super::peer_limit(opts.max_players), security).map_err(|e| {
         let why = match e.kind() {
             std::io::ErrorKind::AddrInUse => "the port is in use (another server on this machine?)".to_string(),
             std::io::ErrorKind::AddrNotAvailable => {

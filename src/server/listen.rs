@@ -55,15 +55,15 @@ impl ListenServer {
         let board: crate::net::secure::StatusBoard =
             Arc::new(std::sync::Mutex::new(crate::protocol::status::ServerStatus {
                 protocol: crate::protocol::PROTOCOL_VERSION,
-                players: 0,
                 max_players: config.max_players.min(u16::MAX as usize) as u16,
                 port: bind.port(),
                 password: false,
                 key: identity.public[..8].try_into().expect("8 bytes"),
                 name: config.name.clone(),
                 motd: config.motd.clone(),
+                ..Default::default()
             }));
-        let security = ServerSecurity { identity, password: None, max_sessions: 0, status: Some(board.clone()) };
+        let security = ServerSecurity { status: Some(board.clone()), ..ServerSecurity::new(identity) };
         let (tx, rx) = mpsc::channel();
         let (commands, cmd_rx) = mpsc::channel();
         let ban_list = config.ban_list.clone();
@@ -72,7 +72,7 @@ impl ListenServer {
             .name("hailfire-server".into())
             .spawn(move || {
                 // The ENet host is not Send: it is made on the thread that runs it.
-                let enet = match EnetTransport::listen_secure(bind, config.max_players, security) {
+                let enet = match EnetTransport::listen_secure(bind, super::peer_limit(config.max_players), security) {
                     Ok(e) => e,
                     Err(e) => {
                         let _ = tx.send(Err(e));

@@ -6,6 +6,7 @@ pub mod bans;
 pub mod config;
 pub mod console;
 pub mod dedicated;
+pub mod flood;
 pub mod listen;
 pub mod replicate;
 pub mod soak;
@@ -45,6 +46,20 @@ pub const MAX_INPUT_PACKETS_PER_SECOND: u32 = 240;
 pub const MAX_CONTROL_PACKETS_PER_SECOND: u32 = 30;
 /// Malformed packets tolerated from one peer before it is disconnected.
 pub const MAX_MALFORMED: u32 = 64;
+
+/// Players who may be joining (downloading the content) at once, beside the players'
+/// slots: half the slots, at least 2 and at most 32.
+pub fn max_joining(max_players: usize) -> usize {
+    (max_players / 2).clamp(2, 32)
+}
+
+/// Joiners one address may have at once.
+pub const MAX_JOINING_PER_ADDRESS: usize = 2;
+
+/// The network connections a server needs: its players and its joiners.
+pub fn peer_limit(max_players: usize) -> usize {
+    max_players + max_joining(max_players)
+}
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -154,6 +169,8 @@ pub struct ServerStats {
     /// Content transfers started, and compressed bytes sent in them.
     pub content_transfers: u64,
     pub content_bytes: u64,
+    /// Joins refused because too many were joining at once (all, or from one address).
+    pub refused_busy: u64,
 }
 
 pub struct Server<T: Transport> {
@@ -217,6 +234,11 @@ impl<T: Transport> Server<T> {
     /// Players with a live connection (linkdead bodies are not counted).
     pub fn connected_players(&self) -> usize {
         self.peers.values().filter(|p| matches!(p.state, PeerState::Playing { .. })).count()
+    }
+
+    /// Connections on their way in: greeting, or downloading the content.
+    pub fn joining(&self) -> usize {
+        self.peers.values().filter(|p| !matches!(p.state, PeerState::Playing { .. })).count()
     }
 
     pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
@@ -406,10 +428,9 @@ impl<T: Transport> Server<T> {
         if let Some(reason) = self.banned(peer, &name) {
             return self.reject(peer, RejectReason::Banned { reason });
         }
-        // Peers taking the content count toward capacity: joiners cannot hold slots that
-        // honest players need.
-        let joining = self.peers.values().filter(|p| matches!(p.state, PeerState::Content { .. })).count();
-        if self.world.player_count() + joining >= self.config.max_players {
+        // Joiners have their own room beside the players' slots: they never fill the
+        // server, and one address cannot take all of that room.
+        if self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
         if let Some(p) = self.peers.get_mut(&peer) {
@@ -418,6 +439,20 @@ impl<T: Transport> Server<T> {
         if content == self.content.digest {
             return self.admit(peer);
         }
+        let ip = self.net.peer_addr(peer).map(|a| a.ip());
+        let (mut joining, mut mine) = (0, 0);
+        for (id, p) in &self.peers {
+            if matches!(p.state, PeerState::Content { .. }) {
+                joining += 1;
+                mine += (ip.is_some() && self.net.peer_addr(*id).map(|a| a.ip()) == ip) as usize;
+            }
+        }
+        let limited = ip.is_some_and(crate::net::secure::per_address_limited);
+        if joining >= max_joining(self.config.max_players) || (limited && mine >= MAX_JOINING_PER_ADDRESS) {
+            self.stats.refused_busy += 1;
+            return self.reject(peer, RejectReason::Busy);
+        }
+
         // Different (or no) content: offer ours. The client answers from its cache or asks
         // for the stream; it is let in once it says it holds and has validated it.
         let since = self.world.tick;
@@ -975,7 +1010,7 @@ impl<T: Transport> Server<T> {
             }
             return self.notice(peer, "wrong admin password");
         }
-        info!(player, name = %name, addr = %addr, command = %command, "admin command");
+        info!(player, name = %name, addr = %addr, command = %crate::protocol::names::for_log(&command), "admin command");
         if self.admin_queue.len() < 16 {
             self.admin_queue.push((peer, command));
         }

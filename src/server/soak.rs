@@ -65,19 +65,20 @@ fn server_thread(
     samples: mpsc::Sender<Sample>,
 ) {
     let security = match Identity::generate() {
-        Ok(identity) => ServerSecurity { identity, password: None, max_sessions: 0, status: None },
+        Ok(identity) => ServerSecurity::new(identity),
         Err(e) => {
             let _ = ready.send(Err(e.into()));
             return;
         }
     };
-    let net = match EnetTransport::listen_secure("127.0.0.1:0".parse().expect("valid"), 256, security) {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = ready.send(Err(e.into()));
-            return;
-        }
-    };
+    let net =
+        match EnetTransport::listen_secure("127.0.0.1:0".parse().expect("valid"), super::peer_limit(256), security) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = ready.send(Err(e.into()));
+                return;
+            }
+        };
     let port = net.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut server = Server::new(&content, net, ServerConfig { max_players: 256, ..Default::default() });
     let _ = ready.send(Ok(port));

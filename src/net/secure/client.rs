@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use rusty_enet as enet;
 use snow::{Builder, HandshakeState};
 
 use super::*;
@@ -77,12 +76,7 @@ impl SecureSocket {
         }
     }
 
-    pub(super) fn client_packet(
-        &mut self,
-        from: SocketAddr,
-        data: &[u8],
-        out: &mut [u8; enet::MTU_MAX],
-    ) -> Option<usize> {
+    pub(super) fn client_packet(&mut self, from: SocketAddr, data: &[u8], out: &mut [u8]) -> Option<usize> {
         let Side::Client(c) = &mut self.side else { return None };
         if from != c.server || data.is_empty() {
             self.stats.dropped += 1;
@@ -108,6 +102,22 @@ impl SecureSocket {
                 p.resize(HELLO_LEN, 0);
                 c.phase = ClientPhase::Hello { hs: Box::new(hs), packet: p.clone(), sent: now };
                 self.raw_send(from, &p);
+                None
+            }
+            // The server has no room for us; the cookie we sent proves the answer is its.
+            (T_BUSY, ClientPhase::Hello { packet, .. })
+                if data.len() == BUSY_LEN
+                    && data[1] == SECURE_VERSION
+                    && constant_time_eq(&data[3..19], &packet[2..18]) =>
+            {
+                let why = match data[2] {
+                    server::BUSY_ADDRESS => "the server already has as many connections from your address as it allows \
+                         (its max_sessions_per_address); close another game on your network or ask the host to raise it"
+                        .to_string(),
+                    _ => "the server is full or under attack: it has no room for another connection right now; try again in a minute"
+                        .to_string(),
+                };
+                self.fail(why);
                 None
             }
             (T_WELCOME, ClientPhase::Hello { .. }) => {
@@ -165,7 +175,14 @@ impl SecureSocket {
                 let mut buf = [0u8; 256];
                 match keys.open(data, &mut buf) {
                     Ok(n) if kind == T_REFUSE => {
-                        let why = String::from_utf8_lossy(&buf[..n]).to_string();
+                        let why = match buf[..n] {
+                            [server::REFUSE_WRONG_PASSWORD] => "wrong password",
+                            [server::REFUSE_NO_PASSWORD] => "this server has no password; join without one",
+                            [server::REFUSE_TOO_MANY_GUESSES] => {
+                                "too many wrong passwords from your network lately; wait a minute and try again"
+                            }
+                            _ => "for a reason this version of the game does not know",
+                        };
                         self.fail(format!("the server refused us: {why}"));
                     }
                     Ok(_) => {

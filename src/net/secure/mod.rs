@@ -22,19 +22,27 @@
 //!   sliding window refuses replays. Anything that does not open is dropped and counted,
 //!   never handed to ENet.
 //!
-//! Packet layouts (byte 0 is the type; integers little-endian):
+//! Packet layouts: see `docs/PROTOCOL.md` ("The secure layer"), which gives every byte and
+//! a worked example that `tests/protocol.rs` checks against this code.
 //! - 1 `Init` c->s: `u8 version`, zero padding to `INIT_LEN`.
 //! - 2 `Cookie` s->c: `u8 version, [16] cookie` (smaller than `Init`).
 //! - 3 `Hello` c->s: `u8 version, [16] cookie, noise message 1 (32)`, padding to `HELLO_LEN`.
 //! - 4 `Welcome` s->c: `noise message 2 (96)` (smaller than `Hello`).
-//! - 5 `Confirm` c->s, 6 `Accept` s->c, 7 `Refuse` s->c: `u24 nonce, sealed payload`;
-//!   Data: byte 0 has its top bit set (see above).
+//! - 5 `Confirm` c->s (a 32-byte proof), 6 `Accept` s->c (empty), 7 `Refuse` s->c (a
+//!   one-byte reason): `u24 counter (little-endian), sealed payload`;
+//! - 12 `Busy` s->c: `u8 version, u8 reason, [16] the Hello's cookie` (smaller than `Hello`);
+//! - Data: byte 0 has its top bit set (see above; the 23-bit counter is big-endian).
+//!
+//! Receive path: the socket is drained in batches (`udp`) between ticks and at each poll,
+//! garbage is refused on its first byte and length, and what opens is checked by `guard`
+//! before ENet sees it.
 
 mod client;
+pub mod guard;
 mod identity;
 mod server;
+pub mod udp;
 
-use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, UdpSocket};
@@ -48,23 +56,28 @@ pub use client::ClientSecurity;
 use client::{ClientPhase, ClientSide};
 pub use identity::{fingerprint, from_hex, to_hex, Identity, KnownServers, Pin};
 use server::ServerSide;
-pub use server::{ServerSecurity, StatusBoard};
+pub use server::{
+    ServerSecurity, StatusBoard, CONNECT_DEADLINE, DEFAULT_SESSIONS_PER_ADDRESS, GLOBAL_GUESS_BURST,
+    GLOBAL_GUESS_REFILL, GUESSED_RECENTLY, GUESS_BURST, GUESS_REFILL, HALF_OPEN_MAX, HOLD_MAX, MAX_HANDSHAKES_PER_IP,
+};
 
 /// The Noise protocol name.
 pub const NOISE: &str = "Noise_NX_25519_ChaChaPoly_BLAKE2s";
 /// Version of this layer; a different one is told so in the `Cookie` answer.
-pub const SECURE_VERSION: u8 = 2;
-const INIT_LEN: usize = 64;
-const HELLO_LEN: usize = 128;
+pub const SECURE_VERSION: u8 = 3;
+pub(crate) const INIT_LEN: usize = 64;
+pub(crate) const HELLO_LEN: usize = 128;
 const TAG: usize = 16;
-const T_INIT: u8 = 1;
-const T_COOKIE: u8 = 2;
-const T_HELLO: u8 = 3;
-const T_WELCOME: u8 = 4;
-const T_CONFIRM: u8 = 5;
-const T_ACCEPT: u8 = 6;
-const T_REFUSE: u8 = 7;
-const T_DATA: u8 = 8;
+pub(crate) const T_INIT: u8 = 1;
+pub(crate) const T_COOKIE: u8 = 2;
+pub(crate) const T_HELLO: u8 = 3;
+pub(crate) const T_WELCOME: u8 = 4;
+pub(crate) const T_CONFIRM: u8 = 5;
+pub(crate) const T_ACCEPT: u8 = 6;
+pub(crate) const T_REFUSE: u8 = 7;
+pub(crate) const T_DATA: u8 = 8;
+pub(crate) const T_BUSY: u8 = 12;
+const BUSY_LEN: usize = 3 + 16;
 
 /// Cookies are valid for the current and the previous window of this many seconds.
 const COOKIE_WINDOW_S: u64 = 30;
@@ -72,24 +85,50 @@ const COOKIE_WINDOW_S: u64 = 30;
 pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
 /// A session silent for this long is forgotten (ENet pings every second).
 pub const SESSION_IDLE: Duration = Duration::from_secs(30);
-/// Sessions (in handshake or established) one IP address may hold.
-pub const MAX_SESSIONS_PER_IP: usize = 4;
-/// Wrong passwords one IP address may try per minute; more are refused unheard.
-pub const MAX_PASSWORD_GUESSES_PER_MINUTE: u32 = 5;
 /// Per-session rate limits, averaged over a second: a peer above them is cut off.
 pub const MAX_PACKETS_PER_SECOND: u32 = 600;
 pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
 /// Handshakes (Diffie-Hellman) one IP address may start per second.
 pub const MAX_HANDSHAKES_PER_IP_PER_SECOND: u32 = 8;
-/// Datagrams read per call to `receive`.
-const RECEIVE_BATCH: usize = 256;
+/// How long one poll may spend draining the socket (the rest waits for the next poll).
+pub const DRAIN_BUDGET: Duration = Duration::from_millis(4);
+/// Opened datagrams waiting for ENet at most; more are dropped (counted as backlog).
+const MAX_READY: usize = 4096;
 /// How often a client repeats an unanswered handshake packet.
 const RETRY: Duration = Duration::from_millis(400);
 const REPLAY_WINDOW: u64 = 1024;
 // No amplification: before an address is verified, no answer is larger than its request.
 const COOKIE_LEN: usize = 2 + 16;
 const WELCOME_LEN: usize = 1 + 96;
-const _: () = assert!(COOKIE_LEN <= INIT_LEN && WELCOME_LEN <= HELLO_LEN);
+const _: () = assert!(COOKIE_LEN <= INIT_LEN && WELCOME_LEN <= HELLO_LEN && BUSY_LEN <= HELLO_LEN);
+
+/// Whether the per-address limits apply to `ip`: not to this machine's own loopback
+/// address (127.0.0.1 or ::1), where an operator's bots, soak tests and tools connect
+/// many at a time. Other loopback addresses (127.0.0.2 and up) are limited like any.
+pub fn per_address_limited(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(a) => a != std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(a) => {
+            a != std::net::Ipv6Addr::LOCALHOST && a.to_ipv4_mapped() != Some(std::net::Ipv4Addr::LOCALHOST)
+        }
+    }
+}
+
+/// What the per-address limits count as one address: an IPv4 address (IPv4-mapped IPv6
+/// included), or an IPv6 address's /64 (one household or machine usually holds a whole
+/// /64, so counting single IPv6 addresses would limit nothing).
+pub fn address_key(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => std::net::IpAddr::V4(v4),
+            None => {
+                let s = a.segments();
+                std::net::IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
 
 fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut m = <blake2::Blake2sMac256 as KeyInit>::new_from_slice(&key[..key.len().min(32)])
@@ -105,21 +144,82 @@ fn password_key(password: &str) -> [u8; 32] {
     mac(b"hailfire password", &[password.as_bytes()])
 }
 
-/// Counts of what the layer dropped and did, for logs and tests.
+/// Counts of what the layer dropped and did, for logs, `status` and tests.
 #[derive(Clone, Debug, Default)]
 pub struct SecureStats {
-    /// Datagrams that failed to open or parse, or came from no session.
+    /// Datagrams not let through, for any reason below (replays apart).
     pub dropped: u64,
     /// Datagrams refused as replays (a nonce already seen or too old).
     pub replayed: u64,
-    pub cookies_sent: u64,
-    pub handshakes: u64,
-    pub refused_passwords: u64,
+    /// Of `dropped`: a type or length no packet has, or cut short by the kernel.
+    pub garbage: u64,
+    /// Of `dropped`: sealed data or a Confirm from an address with no session.
+    pub no_session: u64,
+    /// Of `dropped`: sealed, but did not open (wrong key, tampered, forged cookie).
+    pub unopened: u64,
+    /// Of `dropped`: opened, but not what an honest ENet client sends (`guard`).
+    pub enet_refused: u64,
+    /// Of `dropped`: a second ENet connection from one session.
+    pub extra_peers: u64,
+    /// Of `dropped`: status queries over their budgets.
+    pub status_dropped: u64,
+    /// Of `dropped`: Hellos answered `Busy` (one address's share or the table is full).
+    pub busy: u64,
+    /// Opened datagrams dropped because ENet was this far behind.
+    pub backlog: u64,
+    /// Handshakes in progress evicted by newer ones (the pool was full).
+    pub evicted: u64,
+    /// Confirmed sessions forgotten without a peer (never connected, or peer gone).
+    pub idle_dropped: u64,
+    /// Sessions cut off for what ENet would have had to hold.
+    pub cut_for_memory: u64,
     /// Sessions cut off for going over the rate limits.
     pub rate_limited: u64,
+    /// Password checks that had to wait for a token.
+    pub held_guesses: u64,
+    pub refused_passwords: u64,
+    pub cookies_sent: u64,
+    pub handshakes: u64,
+    pub status_answered: u64,
+    pub status_cookies: u64,
+    /// Datagrams the kernel dropped on this socket because its buffer was full.
+    pub kernel_dropped: u64,
+    /// The receive buffer the system granted, in bytes (0: unknown).
+    pub receive_buffer: usize,
+    /// Confirmed sessions and handshakes in progress now.
     pub sessions: usize,
+    pub half_open: usize,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+}
+
+impl SecureStats {
+    /// The drop counters that are not zero, in words (for `status` and the log).
+    pub fn drops(&self) -> String {
+        let parts = [
+            ("garbage", self.garbage),
+            ("no session", self.no_session),
+            ("did not open", self.unopened),
+            ("replayed", self.replayed),
+            ("bad ENet", self.enet_refused),
+            ("extra peers", self.extra_peers),
+            ("busy", self.busy),
+            ("status over budget", self.status_dropped),
+            ("backlog", self.backlog),
+            ("evicted handshakes", self.evicted),
+            ("sessions without a peer", self.idle_dropped),
+            ("cut for memory", self.cut_for_memory),
+            ("cut for rate", self.rate_limited),
+            ("held password checks", self.held_guesses),
+            ("kernel (buffer full)", self.kernel_dropped),
+        ];
+        let v: Vec<String> = parts.iter().filter(|(_, n)| *n > 0).map(|(w, n)| format!("{w} {n}")).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    }
 }
 
 /// Sliding window of received nonces.
@@ -226,6 +326,9 @@ impl Keys {
     /// tampered, relabelled) or is a replay.
     fn open(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, Drop> {
         let Some(&first) = packet.first() else { return Err(Drop::Bad) };
+        if out.len() + TAG + 8 < packet.len() {
+            return Err(Drop::Bad);
+        }
         let kind = kind_of(first);
         let head = if kind == T_DATA { DATA_HEADER } else { SEALED_HEADER };
         if packet.len() < head + TAG {
@@ -263,7 +366,10 @@ impl SecureStats {
     /// Counts a datagram that was not let through.
     fn count(&mut self, d: Drop) -> Option<usize> {
         match d {
-            Drop::Bad => self.dropped += 1,
+            Drop::Bad => {
+                self.dropped += 1;
+                self.unopened += 1;
+            }
             Drop::Replay => self.replayed += 1,
         }
         None
@@ -284,41 +390,100 @@ pub struct SecureSocket {
     pub stats: SecureStats,
     /// Why the client side gave up, in words for the player (taken by the transport).
     pub failure: Option<String>,
-    scratch: Vec<u8>,
+    rx: udp::Receiver,
+    /// Opened datagrams waiting for ENet to take them.
+    ready: VecDeque<(SocketAddr, Vec<u8>)>,
+    opened: Vec<u8>,
 }
 
 impl SecureSocket {
     pub fn server(inner: UdpSocket, cfg: ServerSecurity) -> io::Result<Self> {
         let mut secret = [0u8; 32];
         rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
-        let side = ServerSide {
-            cfg,
-            secret,
-            started: Instant::now(),
-            sessions: HashMap::new(),
-            guesses: HashMap::new(),
-            starts: HashMap::new(),
-            answers: (Instant::now(), 0),
-            answered: HashMap::new(),
-        };
-        Ok(SecureSocket {
+        let granted = udp::tune(&inner);
+        if granted > 0 && granted < udp::RECEIVE_BUFFER {
+            tracing::info!(
+                granted,
+                asked = udp::RECEIVE_BUFFER,
+                "the system capped the UDP receive buffer (raise net.core.rmem_max: see SERVER.md)"
+            );
+        }
+        let mut sock = Self::with(inner, Side::Server(Box::new(ServerSide::new(cfg, secret))));
+        sock.stats.receive_buffer = granted;
+        Ok(sock)
+    }
+
+    fn with(inner: UdpSocket, side: Side) -> Self {
+        SecureSocket {
             inner,
-            side: Side::Server(Box::new(side)),
+            side,
             stats: SecureStats::default(),
             failure: None,
-            scratch: vec![0; 70_000],
-        })
+            rx: udp::Receiver::default(),
+            ready: VecDeque::new(),
+            opened: vec![0; enet::MTU_MAX],
+        }
     }
 
     pub fn client(inner: UdpSocket, server: SocketAddr, cfg: ClientSecurity) -> Self {
         let side = ClientSide { cfg, server, phase: ClientPhase::Start, queue: VecDeque::new(), server_key: None };
-        SecureSocket {
-            inner,
-            side: Side::Client(Box::new(side)),
-            stats: SecureStats::default(),
-            failure: None,
-            scratch: vec![0; 70_000],
+        Self::with(inner, Side::Client(Box::new(side)))
+    }
+
+    /// Reads what the socket holds (for at most `budget`): handshakes and status queries
+    /// are answered now, opened data waits for ENet. Never blocks.
+    pub fn drain(&mut self, budget: Duration) -> io::Result<()> {
+        let start = Instant::now();
+        loop {
+            let mut rx = std::mem::take(&mut self.rx);
+            let got = udp::receive(&self.inner, &mut rx);
+            let n = rx.got.len();
+            for i in 0..n {
+                let d = &rx.got[i];
+                self.stats.bytes_received += d.len as u64;
+                if d.truncated {
+                    self.stats.garbage += 1;
+                    self.stats.dropped += 1;
+                    continue;
+                }
+                self.take(d.from, rx.data(i));
+            }
+            self.stats.kernel_dropped = rx.kernel_dropped;
+            self.rx = rx;
+            got?;
+            if n == 0 || start.elapsed() >= budget {
+                return Ok(());
+            }
         }
+    }
+
+    /// Waits up to `timeout` for datagrams and drains them.
+    pub fn wait(&mut self, timeout: Duration) {
+        udp::wait_readable(&self.inner, timeout);
+        let _ = self.drain(DRAIN_BUDGET);
+        self.server_expire();
+    }
+
+    /// One datagram off the wire.
+    fn take(&mut self, from: SocketAddr, data: &[u8]) {
+        let mut out = std::mem::take(&mut self.opened);
+        let opened = match self.side {
+            Side::Server(_) => self.server_packet(from, data, &mut out),
+            Side::Client(_) => self.client_packet(from, data, &mut out),
+        };
+        if let Some(n) = opened {
+            if self.ready.len() < MAX_READY {
+                self.ready.push_back((from, out[..n].to_vec()));
+            } else {
+                self.stats.backlog += 1;
+            }
+        }
+        self.opened = out;
+    }
+
+    /// The ENet peer at `addr` is gone: its session ends shortly (server side).
+    pub fn retire(&mut self, addr: SocketAddr) {
+        self.server_retire(addr);
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -395,32 +560,15 @@ impl enet::Socket for SecureSocket {
     ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
         self.client_tick();
         self.server_expire();
-        // A bounded batch per call: a flood cannot keep ENet (and the game tick) waiting.
-        for _ in 0..RECEIVE_BATCH {
-            let mut raw = std::mem::take(&mut self.scratch);
-            let got = self.inner.recv_from(&mut raw);
-            let r = match got {
-                Ok((n, from)) => {
-                    self.stats.bytes_received += n as u64;
-                    let opened = match self.side {
-                        Side::Server(_) => self.server_packet(from, &raw[..n], buffer),
-                        Side::Client(_) => self.client_packet(from, &raw[..n], buffer),
-                    };
-                    opened.map(|len| Some((from, enet::PacketReceived::Complete(len))))
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => Some(None),
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => None,
-                Err(e) => {
-                    self.scratch = raw;
-                    return Err(e);
-                }
-            };
-            self.scratch = raw;
-            if let Some(r) = r {
-                return Ok(r);
-            }
+        if self.ready.is_empty() {
+            // A bounded time per call: a flood cannot keep ENet (and the tick) waiting.
+            self.drain(DRAIN_BUDGET)?;
         }
-        Ok(None)
+        Ok(self.ready.pop_front().map(|(from, d)| {
+            let n = d.len().min(buffer.len());
+            buffer[..n].copy_from_slice(&d[..n]);
+            (from, enet::PacketReceived::Complete(n))
+        }))
     }
 }
 
@@ -445,15 +593,14 @@ pub mod fuzzing {
             let id = Identity::generate().expect("key pair");
             let udp = UdpSocket::bind("127.0.0.1:0").expect("loopback socket");
             udp.set_nonblocking(true).expect("non-blocking");
-            let sec =
-                ServerSecurity { identity: id, password: None, max_sessions: 64, status: Some(Default::default()) };
+            let sec = ServerSecurity { max_sessions: 64, status: Some(Default::default()), ..ServerSecurity::new(id) };
             Harness { sock: SecureSocket::server(udp, sec).expect("socket"), out: Box::new([0; enet::MTU_MAX]) }
         }
 
         /// One datagram from 127.0.0.2:`10000 + port`; what ENet would receive, if anything.
         pub fn feed(&mut self, port: u8, data: &[u8]) -> Option<usize> {
             let from = SocketAddr::from(([127, 0, 0, 2], 10_000 + port as u16));
-            self.sock.server_packet(from, data, &mut self.out)
+            self.sock.server_packet(from, data, &mut self.out[..])
         }
     }
 }

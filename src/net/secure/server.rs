@@ -1,14 +1,55 @@
 //! The server's side of the secure layer: stateless cookies, the Noise responder, the
 //! password check, sessions with their limits, and sealed data in.
+//!
+//! Tables and what happens when they are full (numbers in `docs/SECURITY.md`):
+//! - handshakes in progress live in a pool of `HALF_OPEN_MAX`, at most
+//!   `MAX_HANDSHAKES_PER_IP` from one address; a full pool evicts its oldest entry, so a
+//!   flood of half-open handshakes from many addresses delays an honest join by at most
+//!   its own round trip;
+//! - confirmed sessions: at most `per_address` from one address and `max_sessions` in all;
+//!   a Hello past either is answered with `Busy` (19 bytes, only to a proven address);
+//! - a confirmed session must open its one ENet peer within `CONNECT_DEADLINE` and is
+//!   forgotten `RETIRE_AFTER` after that peer is gone;
+//! - wrong passwords draw on a token bucket per address and one for the whole server; a
+//!   check with no token is held (not answered) until one is free, at most `HOLD_MAX`.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use rusty_enet as enet;
 use snow::Builder;
 
+use super::guard::{Guard, Verdict};
 use super::*;
+
+/// Handshakes in progress the server keeps, from all addresses together.
+pub const HALF_OPEN_MAX: usize = 1024;
+/// Handshakes in progress one IP address may hold.
+pub const MAX_HANDSHAKES_PER_IP: usize = 4;
+/// Confirmed sessions one IP address may hold unless `server.toml` says otherwise: a
+/// household behind one router.
+pub const DEFAULT_SESSIONS_PER_ADDRESS: usize = 4;
+/// A confirmed session that has not opened its ENet connection by then is forgotten.
+pub const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a session outlives its ENet peer (to carry the last acknowledgements).
+pub const RETIRE_AFTER: Duration = Duration::from_secs(2);
+/// Wrong passwords: a burst of this many per address, then one every `GUESS_REFILL`.
+pub const GUESS_BURST: f64 = 5.0;
+pub const GUESS_REFILL: Duration = Duration::from_secs(6);
+/// Wrong passwords for the whole server: a burst, then one a second.
+pub const GLOBAL_GUESS_BURST: f64 = 30.0;
+pub const GLOBAL_GUESS_REFILL: Duration = Duration::from_millis(500);
+/// An address that guessed wrong this recently waits behind addresses that did not.
+pub const GUESSED_RECENTLY: Duration = Duration::from_secs(600);
+/// The longest a password check waits for a token before it is refused.
+pub const HOLD_MAX: Duration = Duration::from_secs(7);
+/// `Refuse` reasons (one byte, so a refusal is never larger than the `Confirm`).
+pub const REFUSE_WRONG_PASSWORD: u8 = 1;
+pub const REFUSE_NO_PASSWORD: u8 = 2;
+pub const REFUSE_TOO_MANY_GUESSES: u8 = 3;
+/// `Busy` reasons.
+pub const BUSY_ADDRESS: u8 = 1;
+pub const BUSY_FULL: u8 = 2;
 
 pub(super) struct ServerSession {
     pub(super) keys: Keys,
@@ -20,6 +61,11 @@ pub(super) struct ServerSession {
     pub(super) created: Instant,
     pub(super) last_seen: Instant,
     pub(super) window: (Instant, u32, u64),
+    pub(super) guard: Guard,
+    /// A password proof waiting for a guess token, and since when.
+    pub(super) held: Option<([u8; 32], Instant)>,
+    /// When the session is forgotten, once its ENet peer is gone.
+    pub(super) retire_at: Option<Instant>,
 }
 
 /// How a server's secure layer is set up.
@@ -28,91 +74,217 @@ pub struct ServerSecurity {
     pub identity: Identity,
     /// None: no password.
     pub password: Option<String>,
-    /// Most sessions in all (the ENet peer limit plus room for handshakes).
+    /// Most confirmed sessions in all (0: the transport picks from its peer limit).
     pub max_sessions: usize,
+    /// Most confirmed sessions from one IP address (0: `DEFAULT_SESSIONS_PER_ADDRESS`).
+    pub per_address: usize,
     /// What status queries are answered with (None: they are not answered). The server
     /// loop keeps it current.
     pub status: Option<StatusBoard>,
 }
 
+impl ServerSecurity {
+    /// An identity with no password, default limits, and no status answers.
+    pub fn new(identity: Identity) -> Self {
+        ServerSecurity { identity, password: None, max_sessions: 0, per_address: 0, status: None }
+    }
+}
+
 /// The status a server answers queries with, shared between its loop and its socket.
 pub type StatusBoard = std::sync::Arc<std::sync::Mutex<crate::protocol::status::ServerStatus>>;
+
+/// A token bucket.
+#[derive(Clone, Copy)]
+pub(super) struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Instant) -> Self {
+        Bucket { tokens: burst, at: now }
+    }
+    fn refill(&mut self, burst: f64, every: Duration, now: Instant) {
+        let add = now.duration_since(self.at).as_secs_f64() / every.as_secs_f64();
+        self.tokens = (self.tokens + add).min(burst);
+        self.at = now;
+    }
+}
+
+/// Per-second counters.
+#[derive(Default)]
+pub(super) struct Budget {
+    since: Option<Instant>,
+    pub(super) unverified: u32,
+    pub(super) verified: u32,
+    pub(super) cookies: u32,
+    pub(super) per_ip: HashMap<IpAddr, u32>,
+}
+
+impl Budget {
+    fn roll(&mut self, now: Instant) {
+        if self.since.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            *self = Budget { since: Some(now), ..Default::default() };
+        }
+    }
+}
 
 pub(super) struct ServerSide {
     pub(super) cfg: ServerSecurity,
     pub(super) secret: [u8; 32],
     pub(super) started: Instant,
     pub(super) sessions: HashMap<SocketAddr, ServerSession>,
-    pub(super) guesses: HashMap<IpAddr, (Instant, u32)>,
+    /// Handshakes in progress, oldest first (entries whose session is gone are skipped).
+    pub(super) half_open: std::collections::VecDeque<(SocketAddr, Instant)>,
+    /// Wrong-password budget per address (`address_key`), and its last wrong guess.
+    pub(super) guesses: HashMap<IpAddr, (Bucket, Option<Instant>)>,
+    pub(super) global_guesses: Bucket,
     /// Handshakes started per IP in the current second.
     pub(super) starts: HashMap<IpAddr, (Instant, u32)>,
-    /// Status answers sent in the current second (all addresses together), and to each
-    /// address (cleared every second; at most `MAX_ANSWERS_PER_SECOND` entries).
-    pub(super) answers: (Instant, u32),
-    pub(super) answered: HashMap<IpAddr, u32>,
+    pub(super) status_budget: Budget,
+    pub(super) last_expire: Instant,
+    /// When a full table was last logged (at most once a minute each).
+    pub(super) logged_full: HashMap<&'static str, Instant>,
 }
 
 impl ServerSide {
-    pub(super) fn cookie(&self, addr: SocketAddr, window: u64) -> [u8; 16] {
+    pub(super) fn new(cfg: ServerSecurity, secret: [u8; 32]) -> Self {
+        let now = Instant::now();
+        ServerSide {
+            cfg,
+            secret,
+            started: now,
+            sessions: HashMap::new(),
+            half_open: Default::default(),
+            guesses: HashMap::new(),
+            global_guesses: Bucket::full(GLOBAL_GUESS_BURST, now),
+            starts: HashMap::new(),
+            status_budget: Budget::default(),
+            last_expire: now,
+            logged_full: HashMap::new(),
+        }
+    }
+
+    pub(super) fn cookie_for(&self, domain: &[u8], addr: SocketAddr, window: u64) -> [u8; 16] {
         let a = addr.to_string();
-        let m = mac(&self.secret, &[a.as_bytes(), &window.to_le_bytes()]);
+        let m = mac(&self.secret, &[domain, a.as_bytes(), &window.to_le_bytes()]);
         let mut c = [0u8; 16];
         c.copy_from_slice(&m[..16]);
         c
+    }
+
+    pub(super) fn cookie(&self, addr: SocketAddr, window: u64) -> [u8; 16] {
+        self.cookie_for(b"", addr, window)
     }
 
     pub(super) fn window(&self) -> u64 {
         self.started.elapsed().as_secs() / COOKIE_WINDOW_S
     }
 
-    pub(super) fn cookie_ok(&self, addr: SocketAddr, c: &[u8]) -> bool {
+    fn cookie_ok_for(&self, domain: &[u8], addr: SocketAddr, c: &[u8]) -> bool {
         let w = self.window();
-        [w, w.saturating_sub(1)].iter().any(|&w| constant_time_eq(&self.cookie(addr, w), c))
+        [w, w.saturating_sub(1)].iter().any(|&w| constant_time_eq(&self.cookie_for(domain, addr, w), c))
+    }
+
+    pub(super) fn cookie_ok(&self, addr: SocketAddr, c: &[u8]) -> bool {
+        self.cookie_ok_for(b"", addr, c)
+    }
+
+    fn per_address(&self) -> usize {
+        if self.cfg.per_address == 0 {
+            DEFAULT_SESSIONS_PER_ADDRESS
+        } else {
+            self.cfg.per_address
+        }
+    }
+
+    /// Logs that a table is full, at most once a minute per table.
+    fn log_full(&mut self, table: &'static str, detail: String) {
+        let now = Instant::now();
+        if self.logged_full.get(table).is_none_or(|t| now.duration_since(*t) >= Duration::from_secs(60)) {
+            self.logged_full.insert(table, now);
+            tracing::warn!(table, "{detail} (logged at most once a minute; `status` counts them all)");
+        }
+    }
+
+    /// Whether a wrong guess from `ip` could be afforded now (both buckets have a token).
+    fn can_guess(&mut self, ip: IpAddr, now: Instant) -> bool {
+        let (b, _) = self.guesses.entry(address_key(ip)).or_insert((Bucket::full(GUESS_BURST, now), None));
+        b.refill(GUESS_BURST, GUESS_REFILL, now);
+        self.global_guesses.refill(GLOBAL_GUESS_BURST, GLOBAL_GUESS_REFILL, now);
+        b.tokens >= 1.0 && self.global_guesses.tokens >= 1.0
+    }
+
+    fn spend_guess(&mut self, ip: IpAddr) {
+        if let Some((b, last)) = self.guesses.get_mut(&address_key(ip)) {
+            b.tokens -= 1.0;
+            *last = Some(Instant::now());
+        }
+        self.global_guesses.tokens -= 1.0;
     }
 }
 
-/// Whether `ip` has used up its wrong passwords for this minute.
-fn guessed_out(guesses: &HashMap<IpAddr, (Instant, u32)>, ip: IpAddr, now: Instant) -> bool {
-    guesses
-        .get(&ip)
-        .is_some_and(|(t, n)| now.duration_since(*t) < Duration::from_secs(60) && *n >= MAX_PASSWORD_GUESSES_PER_MINUTE)
-}
-
 impl SecureSocket {
-    pub(super) fn server_packet(
-        &mut self,
-        from: SocketAddr,
-        data: &[u8],
-        out: &mut [u8; enet::MTU_MAX],
-    ) -> Option<usize> {
+    pub(super) fn server_packet(&mut self, from: SocketAddr, data: &[u8], out: &mut [u8]) -> Option<usize> {
         let Side::Server(s) = &mut self.side else { return None };
         let now = Instant::now();
-        let Some(&kind) = data.first() else {
+        // Cheapest first: the type byte and the length decide most garbage.
+        let Some(&first) = data.first() else {
+            self.stats.garbage += 1;
             self.stats.dropped += 1;
             return None;
         };
-        match kind_of(kind) {
-            crate::protocol::status::T_QUERY => {
-                use crate::protocol::status::{read_query, MAX_ANSWERS_PER_ADDRESS, MAX_ANSWERS_PER_SECOND};
-                // Stateless, no larger than the query, and few per second in all: useless
-                // for amplification or reflection.
-                let (Some(nonce), Some(board)) = (read_query(data), s.cfg.status.as_ref()) else {
+        match kind_of(first) {
+            T_DATA => {
+                let Some(sess) = s.sessions.get_mut(&from).filter(|x| x.confirmed) else {
+                    self.stats.no_session += 1;
                     self.stats.dropped += 1;
                     return None;
                 };
-                if now.duration_since(s.answers.0) >= Duration::from_secs(1) {
-                    s.answers = (now, 0);
-                    s.answered.clear();
+                let n = match sess.keys.open(data, out) {
+                    Ok(n) => n,
+                    Err(d) => return self.stats.count(d),
+                };
+                sess.last_seen = now;
+                // Rate limits over one-second windows.
+                if now.duration_since(sess.window.0) >= Duration::from_secs(1) {
+                    sess.window = (now, 0, 0);
                 }
-                let from_ip = s.answered.entry(from.ip()).or_insert(0);
-                if s.answers.1 >= MAX_ANSWERS_PER_SECOND || *from_ip >= MAX_ANSWERS_PER_ADDRESS {
-                    self.stats.dropped += 1;
+                sess.window.1 += 1;
+                sess.window.2 += data.len() as u64;
+                if sess.window.1 > MAX_PACKETS_PER_SECOND || sess.window.2 > MAX_BYTES_PER_SECOND {
+                    s.sessions.remove(&from);
+                    self.stats.rate_limited += 1;
+                    tracing::warn!(peer = %from, "cut off: over the per-peer rate limit");
                     return None;
                 }
-                *from_ip += 1;
-                s.answers.1 += 1;
-                let answer = board.lock().map(|st| st.answer(nonce)).ok()?;
-                self.raw_send(from, &answer);
+                match sess.guard.check(&out[..n]) {
+                    Verdict::Pass => Some(n),
+                    Verdict::Malformed => {
+                        self.stats.enet_refused += 1;
+                        self.stats.dropped += 1;
+                        None
+                    }
+                    Verdict::ExtraPeer => {
+                        self.stats.extra_peers += 1;
+                        self.stats.dropped += 1;
+                        s.log_full("peers", format!("{from} tried to open a second ENet connection in one session"));
+                        None
+                    }
+                    Verdict::TooMuchAhead => {
+                        s.sessions.remove(&from);
+                        self.stats.cut_for_memory += 1;
+                        tracing::warn!(
+                            peer = %from,
+                            limit = super::guard::MAX_AHEAD,
+                            "cut off: too many reliable commands ahead of a gap (what ENet would have to hold)"
+                        );
+                        None
+                    }
+                }
+            }
+            crate::protocol::status::T_QUERY => {
+                self.status_query(from, data, now);
                 None
             }
             T_INIT if data.len() == INIT_LEN => {
@@ -124,153 +296,330 @@ impl SecureSocket {
                 None
             }
             T_HELLO if data.len() == HELLO_LEN && data[1] == SECURE_VERSION => {
-                if !s.cookie_ok(from, &data[2..18]) {
-                    self.stats.dropped += 1;
-                    return None;
-                }
-                if let Some(existing) = s.sessions.get(&from) {
-                    if existing.confirmed {
-                        self.stats.dropped += 1;
-                        return None;
-                    }
-                    // A repeated Hello (our Welcome was lost or is late): the same answer.
-                    if existing.hello[..] == data[18..50] {
-                        let w = existing.welcome.clone();
-                        self.raw_send(from, &w);
-                        return None;
-                    }
-                }
-                // Handshakes in progress per IP (players behind one address may all be
-                // connected; only unconfirmed sessions count), Diffie-Hellmans per IP per
-                // second, and addresses that guessed wrong too often.
-                let per_ip =
-                    s.sessions.iter().filter(|(a, x)| a.ip() == from.ip() && **a != from && !x.confirmed).count();
-                let blocked = guessed_out(&s.guesses, from.ip(), now);
-                let st = s.starts.entry(from.ip()).or_insert((now, 0));
-                if now.duration_since(st.0) >= Duration::from_secs(1) {
-                    *st = (now, 0);
-                }
-                st.1 += 1;
-                let too_fast = st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND;
-                if per_ip >= MAX_SESSIONS_PER_IP || s.sessions.len() >= s.cfg.max_sessions || blocked || too_fast {
-                    self.stats.dropped += 1;
-                    return None;
-                }
-                let params = NOISE.parse().ok()?;
-                let mut hs = Builder::new(params).local_private_key(&s.cfg.identity.private).build_responder().ok()?;
-                let mut payload = [0u8; 64];
-                if hs.read_message(&data[18..50], &mut payload).is_err() {
-                    self.stats.dropped += 1;
-                    return None;
-                }
-                let mut m2 = [0u8; 256];
-                let n = hs.write_message(&[], &mut m2).ok()?;
-                let hash = hs.get_handshake_hash().to_vec();
-                let transport = hs.into_stateless_transport_mode().ok()?;
-                let mut p = vec![T_WELCOME];
-                p.extend_from_slice(&m2[..n]);
-                s.sessions.insert(
-                    from,
-                    ServerSession {
-                        keys: Keys { transport, send_nonce: 0, replay: Replay::default() },
-                        hash,
-                        hello: data[18..50].to_vec(),
-                        welcome: p.clone(),
-                        confirmed: false,
-                        created: now,
-                        last_seen: now,
-                        window: (now, 0, 0),
-                    },
-                );
-                self.stats.handshakes += 1;
-                self.raw_send(from, &p);
+                self.hello(from, data, now);
                 None
             }
             T_CONFIRM => {
-                let Some(sess) = s.sessions.get_mut(&from) else {
-                    self.stats.dropped += 1;
-                    return None;
-                };
-                let mut buf = [0u8; 64];
-                let Ok(n) = sess.keys.open(data, &mut buf) else {
-                    self.stats.dropped += 1;
-                    return None;
-                };
-                let want = mac(&password_key(s.cfg.password.as_deref().unwrap_or("")), &[&sess.hash]);
-                let good = n == 32 && constant_time_eq(&buf[..32], &want);
-                if sess.confirmed && !good {
-                    // Already in: a bad repeat changes nothing.
-                    self.stats.dropped += 1;
-                    return None;
-                }
-                let good = good && !guessed_out(&s.guesses, from.ip(), now);
-                let reply = if good {
-                    sess.confirmed = true;
-                    sess.last_seen = now;
-                    sess.keys.seal(T_ACCEPT, &[])
-                } else {
-                    let why = if s.cfg.password.is_some() {
-                        "wrong password"
-                    } else {
-                        "this server has no password; join without one"
-                    };
-                    let p = sess.keys.seal(T_REFUSE, why.as_bytes());
-                    s.sessions.remove(&from);
-                    let g = s.guesses.entry(from.ip()).or_insert((now, 0));
-                    if now.duration_since(g.0) > Duration::from_secs(60) {
-                        *g = (now, 0);
-                    }
-                    g.1 += 1;
-                    self.stats.refused_passwords += 1;
-                    tracing::info!(address = %from.ip(), "refused a join: wrong password");
-                    p
-                };
-                if let Some(p) = reply {
-                    self.raw_send(from, &p);
-                }
+                self.confirm(from, data, now);
                 None
             }
-            T_DATA => {
-                let Some(sess) = s.sessions.get_mut(&from).filter(|x| x.confirmed) else {
-                    self.stats.dropped += 1;
-                    return None;
-                };
-                match sess.keys.open(data, out) {
-                    Ok(n) => {
-                        sess.last_seen = now;
-                        // Rate limits over one-second windows.
-                        if now.duration_since(sess.window.0) >= Duration::from_secs(1) {
-                            sess.window = (now, 0, 0);
-                        }
-                        sess.window.1 += 1;
-                        sess.window.2 += data.len() as u64;
-                        if sess.window.1 > MAX_PACKETS_PER_SECOND || sess.window.2 > MAX_BYTES_PER_SECOND {
-                            s.sessions.remove(&from);
-                            self.stats.rate_limited += 1;
-                            tracing::warn!(peer = %from, "cut off: over the per-peer rate limit");
-                            return None;
-                        }
-                        Some(n)
-                    }
-                    Err(d) => self.stats.count(d),
+            _ => {
+                self.stats.garbage += 1;
+                self.stats.dropped += 1;
+                None
+            }
+        }
+    }
+
+    fn status_query(&mut self, from: SocketAddr, data: &[u8], now: Instant) {
+        use crate::protocol::status::*;
+        let Side::Server(s) = &mut self.side else { return };
+        let (Some((nonce, cookie)), Some(board)) = (read_query(data), s.cfg.status.clone()) else {
+            self.stats.garbage += 1;
+            self.stats.dropped += 1;
+            return;
+        };
+        s.status_budget.roll(now);
+        let verified = cookie != [0; 16] && s.cookie_ok_for(b"status", from, &cookie);
+        let b = &mut s.status_budget;
+        let key = address_key(from.ip());
+        let room = b.per_ip.len() < 8192 || b.per_ip.contains_key(&key);
+        let mine = if room { *b.per_ip.entry(key).or_insert(0) } else { MAX_ANSWERS_PER_ADDRESS };
+        let answer = if mine >= MAX_ANSWERS_PER_ADDRESS {
+            None
+        } else if verified && b.verified < MAX_VERIFIED_PER_SECOND {
+            b.verified += 1;
+            Some(true)
+        } else if !verified && b.unverified < MAX_ANSWERS_PER_SECOND {
+            b.unverified += 1;
+            Some(true)
+        } else if !verified && b.cookies < MAX_COOKIES_PER_SECOND {
+            b.cookies += 1;
+            Some(false)
+        } else {
+            None
+        };
+        match answer {
+            Some(true) => {
+                let b = &mut s.status_budget;
+                *b.per_ip.entry(address_key(from.ip())).or_insert(0) += 1;
+                let Ok(a) = board.lock().map(|st| st.answer(nonce)) else { return };
+                self.stats.status_answered += 1;
+                self.raw_send(from, &a);
+            }
+            Some(false) => {
+                let c = s.cookie_for(b"status", from, s.window());
+                self.stats.status_cookies += 1;
+                self.raw_send(from, &cookie_answer(nonce, c));
+            }
+            None => {
+                self.stats.status_dropped += 1;
+                self.stats.dropped += 1;
+            }
+        }
+    }
+
+    fn busy(&mut self, from: SocketAddr, cookie: &[u8], reason: u8) {
+        // Only to an address that proved itself with a cookie, and smaller than its Hello.
+        let mut p = vec![T_BUSY, SECURE_VERSION, reason];
+        p.extend_from_slice(cookie);
+        self.stats.busy += 1;
+        self.stats.dropped += 1;
+        self.raw_send(from, &p);
+    }
+
+    fn hello(&mut self, from: SocketAddr, data: &[u8], now: Instant) {
+        let Side::Server(s) = &mut self.side else { return };
+        if !s.cookie_ok(from, &data[2..18]) {
+            self.stats.unopened += 1;
+            self.stats.dropped += 1;
+            return;
+        }
+        if let Some(existing) = s.sessions.get(&from) {
+            if existing.confirmed {
+                self.stats.dropped += 1;
+                return;
+            }
+            // A repeated Hello (our Welcome was lost or is late): the same answer.
+            if existing.hello[..] == data[18..50] {
+                let w = existing.welcome.clone();
+                self.raw_send(from, &w);
+                return;
+            }
+        }
+        // Diffie-Hellmans per IP per second.
+        let key = address_key(from.ip());
+        let st = s.starts.entry(key).or_insert((now, 0));
+        if now.duration_since(st.0) >= Duration::from_secs(1) {
+            *st = (now, 0);
+        }
+        st.1 += 1;
+        if st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND {
+            self.stats.dropped += 1;
+            return;
+        }
+        let (mut mine_half, mut mine_confirmed, mut confirmed) = (0, 0, 0);
+        for (a, x) in &s.sessions {
+            confirmed += x.confirmed as usize;
+            if address_key(a.ip()) == key && *a != from {
+                if x.confirmed {
+                    mine_confirmed += 1;
+                } else {
+                    mine_half += 1;
                 }
             }
-            _ => self.stats.count(Drop::Bad),
+        }
+        let cookie = data[2..18].to_vec();
+        let limited = per_address_limited(from.ip());
+        if limited && mine_confirmed >= s.per_address() {
+            let limit = s.per_address();
+            s.log_full(
+                "per-address",
+                format!("{} already holds {limit} sessions (max_sessions_per_address); refusing more", from.ip()),
+            );
+            return self.busy(from, &cookie, BUSY_ADDRESS);
+        }
+        if limited && mine_half >= MAX_HANDSHAKES_PER_IP {
+            self.stats.dropped += 1;
+            return;
+        }
+        let max_sessions = s.cfg.max_sessions.max(1);
+        if confirmed >= max_sessions {
+            s.log_full("sessions", format!("the session table is full ({max_sessions} confirmed sessions)"));
+            return self.busy(from, &cookie, BUSY_FULL);
+        }
+        // The half-open pool: evict the oldest when full.
+        let half = s.sessions.len() - confirmed;
+        if half >= HALF_OPEN_MAX {
+            while let Some((a, t)) = s.half_open.pop_front() {
+                if s.sessions.get(&a).is_some_and(|x| !x.confirmed && x.created == t) {
+                    s.sessions.remove(&a);
+                    self.stats.evicted += 1;
+                    break;
+                }
+            }
+            s.log_full("handshakes", format!("the handshake pool is full ({HALF_OPEN_MAX}); evicting the oldest"));
+        }
+        let Some(params) = NOISE.parse().ok() else { return };
+        let Ok(mut hs) = Builder::new(params).local_private_key(&s.cfg.identity.private).build_responder() else {
+            return;
+        };
+        let mut payload = [0u8; 64];
+        if hs.read_message(&data[18..50], &mut payload).is_err() {
+            self.stats.unopened += 1;
+            self.stats.dropped += 1;
+            return;
+        }
+        let mut m2 = [0u8; 256];
+        let Ok(n) = hs.write_message(&[], &mut m2) else { return };
+        let hash = hs.get_handshake_hash().to_vec();
+        let Ok(transport) = hs.into_stateless_transport_mode() else { return };
+        let mut p = vec![T_WELCOME];
+        p.extend_from_slice(&m2[..n]);
+        s.sessions.insert(
+            from,
+            ServerSession {
+                keys: Keys { transport, send_nonce: 0, replay: Replay::default() },
+                hash,
+                hello: data[18..50].to_vec(),
+                welcome: p.clone(),
+                confirmed: false,
+                created: now,
+                last_seen: now,
+                window: (now, 0, 0),
+                guard: Guard::new(),
+                held: None,
+                retire_at: None,
+            },
+        );
+        s.half_open.push_back((from, now));
+        if s.half_open.len() > 4 * HALF_OPEN_MAX {
+            // Entries of sessions that confirmed or expired: drop them now and then.
+            let sessions = &s.sessions;
+            s.half_open.retain(|(a, t)| sessions.get(a).is_some_and(|x| !x.confirmed && x.created == *t));
+        }
+        self.stats.handshakes += 1;
+        self.raw_send(from, &p);
+    }
+
+    fn confirm(&mut self, from: SocketAddr, data: &[u8], now: Instant) {
+        let Side::Server(s) = &mut self.side else { return };
+        let Some(sess) = s.sessions.get_mut(&from) else {
+            self.stats.no_session += 1;
+            self.stats.dropped += 1;
+            return;
+        };
+        let mut buf = [0u8; 64];
+        let n = match sess.keys.open(data, &mut buf) {
+            Ok(n) => n,
+            Err(d) => {
+                self.stats.count(d);
+                return;
+            }
+        };
+        if n != 32 || sess.confirmed {
+            // Not a proof (never answered: a refusal would be larger than the request), or
+            // a repeat once in.
+            self.stats.dropped += 1;
+            return;
+        }
+        let mut proof = [0u8; 32];
+        proof.copy_from_slice(&buf[..32]);
+        let fresh = sess.held.is_none();
+        if fresh {
+            sess.held = Some((proof, now));
+        }
+        // Decided now unless other checks are waiting for a token (then in their order).
+        if !s.sessions.iter().any(|(a, x)| *a != from && x.held.is_some()) {
+            self.judge(from, now);
+        } else if fresh && s.cfg.password.is_some() {
+            self.stats.held_guesses += 1;
+        }
+    }
+
+    /// Decides a held password check if it can be decided now.
+    fn judge(&mut self, from: SocketAddr, now: Instant) {
+        let Side::Server(s) = &mut self.side else { return };
+        let Some(sess) = s.sessions.get(&from) else { return };
+        let Some((proof, since)) = sess.held else { return };
+        let want = mac(&password_key(s.cfg.password.as_deref().unwrap_or("")), &[&sess.hash]);
+        let good = constant_time_eq(&proof, &want);
+        let reason = if s.cfg.password.is_none() {
+            // Nothing to guess: the answer is immediate.
+            (!good).then_some(REFUSE_NO_PASSWORD)
+        } else if s.can_guess(from.ip(), now) {
+            (!good).then_some(REFUSE_WRONG_PASSWORD)
+        } else if now.duration_since(since) < HOLD_MAX {
+            // No token: the check waits (unanswered) for one.
+            if since == now {
+                self.stats.held_guesses += 1;
+            }
+            return;
+        } else {
+            Some(REFUSE_TOO_MANY_GUESSES)
+        };
+        let Some(sess) = s.sessions.get_mut(&from) else { return };
+        sess.held = None;
+        let reply = match reason {
+            None => {
+                sess.confirmed = true;
+                sess.last_seen = now;
+                // From here the connect deadline runs.
+                sess.created = now;
+                sess.keys.seal(T_ACCEPT, &[])
+            }
+            Some(r) => {
+                let p = sess.keys.seal(T_REFUSE, &[r]);
+                s.sessions.remove(&from);
+                if r == REFUSE_WRONG_PASSWORD {
+                    s.spend_guess(from.ip());
+                    self.stats.refused_passwords += 1;
+                    tracing::info!(address = %from.ip(), "refused a join: wrong password");
+                } else if r == REFUSE_TOO_MANY_GUESSES {
+                    s.log_full("passwords", format!("{} waited too long for a password check", from.ip()));
+                }
+                p
+            }
+        };
+        if let Some(p) = reply {
+            self.raw_send(from, &p);
+        }
+    }
+
+    /// The ENet peer of the session at `addr` is gone: forget the session shortly.
+    pub(super) fn server_retire(&mut self, addr: SocketAddr) {
+        if let Side::Server(s) = &mut self.side {
+            if let Some(x) = s.sessions.get_mut(&addr) {
+                x.retire_at.get_or_insert(Instant::now() + RETIRE_AFTER);
+            }
         }
     }
 
     pub(super) fn server_expire(&mut self) {
         let Side::Server(s) = &mut self.side else { return };
         let now = Instant::now();
+        if now.duration_since(s.last_expire) < Duration::from_millis(20) {
+            return;
+        }
+        s.last_expire = now;
+        let mut idle = 0;
         s.sessions.retain(|_, x| {
-            if x.confirmed {
+            let keep = if let Some(t) = x.retire_at {
+                now < t
+            } else if x.confirmed {
                 now.duration_since(x.last_seen) < SESSION_IDLE
+                    && (x.guard.connected() || now.duration_since(x.created) < CONNECT_DEADLINE)
+                    && !(x.guard.disconnected && now.duration_since(x.last_seen) > RETIRE_AFTER)
+            } else if x.held.is_some() {
+                now.duration_since(x.created) < HANDSHAKE_DEADLINE + HOLD_MAX
             } else {
                 now.duration_since(x.created) < HANDSHAKE_DEADLINE
+            };
+            if !keep && x.confirmed {
+                idle += 1;
             }
+            keep
         });
-        s.guesses.retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(60));
+        self.stats.idle_dropped += idle;
+        s.guesses.retain(|_, (b, last)| {
+            b.refill(GUESS_BURST, GUESS_REFILL, now);
+            b.tokens < GUESS_BURST || last.is_some_and(|t| now.duration_since(t) < GUESSED_RECENTLY)
+        });
         s.starts.retain(|_, (t, _)| now.duration_since(*t) < Duration::from_secs(1));
-        self.stats.sessions = s.sessions.len();
+        while s.half_open.front().is_some_and(|(a, t)| s.sessions.get(a).is_none_or(|x| x.created != *t)) {
+            s.half_open.pop_front();
+        }
+        // Held password checks: addresses with no wrong guess in the last ten minutes first
+        // (a player is not stuck behind guessers who already guessed), then oldest first.
+        let guessed = |ip: IpAddr| s.guesses.get(&address_key(ip)).is_some_and(|(_, last)| last.is_some());
+        let mut held: Vec<(bool, Instant, SocketAddr)> =
+            s.sessions.iter().filter_map(|(a, x)| x.held.map(|(_, t)| (guessed(a.ip()), t, *a))).collect();
+        let confirmed = s.sessions.values().filter(|x| x.confirmed).count();
+        self.stats.sessions = confirmed;
+        self.stats.half_open = s.sessions.len() - confirmed;
+        held.sort();
+        for (_, _, a) in held {
+            self.judge(a, now);
+        }
     }
 }
