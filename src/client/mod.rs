@@ -502,6 +502,8 @@ impl<T: Transport> Client<T> {
                 None if now_ms - self.heard_ms.unwrap_or(started) > JOIN_TIMEOUT_MS => {
                     let why = if self.heard_ms.is_some() {
                         "the server stopped answering while we were joining".to_string()
+                    } else if let Some(w) = self.net.stuck_at() {
+                        w.to_string()
                     } else {
                         NO_ANSWER.to_string()
                     };

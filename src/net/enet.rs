@@ -18,6 +18,8 @@ use crate::protocol::{delivery, messages::MAX_PACKET, Delivery, CHANNEL_COUNT};
 
 /// Per-peer timeout: a silent peer is declared gone after at most this long.
 pub const PEER_TIMEOUT_MS: u32 = 5_000;
+/// ENet peers a server keeps beyond its players and joiners.
+pub const SPARE_PEERS: usize = 64;
 
 pub struct EnetTransport {
     host: enet::Host<SecureSocket>,
@@ -47,9 +49,11 @@ impl EnetTransport {
     /// A server listening on `bind` for up to `max_peers` connections (players and
     /// joiners together), proving `security`'s identity and asking its password.
     pub fn listen_secure(bind: SocketAddr, max_peers: usize, mut security: ServerSecurity) -> io::Result<Self> {
-        // A few spare peers so that a full server can still say "full" to newcomers; one
-        // session holds one peer, and sessions retire a moment after their peer.
-        let peers = max_peers + 4;
+        // Spare peers for connections still greeting (at most 5 s each) or being told why
+        // they cannot stay, so a full server can still say "full" and a few addresses
+        // (4 connections each) cannot take every peer; one session holds one peer, and
+        // sessions retire a moment after their peer.
+        let peers = max_peers + SPARE_PEERS;
         if security.max_sessions == 0 {
             security.max_sessions = peers;
         }
@@ -189,6 +193,10 @@ impl Transport for EnetTransport {
 
     fn security(&self) -> Option<SecureStats> {
         Some(self.security_stats())
+    }
+
+    fn stuck_at(&self) -> Option<&'static str> {
+        self.host.socket().stuck_at()
     }
 
     fn wait(&mut self, until: std::time::Instant) {

@@ -83,6 +83,10 @@ pub trait Transport {
     fn security(&self) -> Option<secure::SecureStats> {
         None
     }
+    /// Client: why a connection that heard the server never became a session, in words.
+    fn stuck_at(&self) -> Option<&'static str> {
+        None
+    }
     /// Idles until `until`. A transport over a socket reads it meanwhile, so a flood
     /// between two ticks empties the socket instead of overflowing its buffer.
     fn wait(&mut self, until: std::time::Instant) {
@@ -123,6 +127,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn security(&self) -> Option<secure::SecureStats> {
         (**self).security()
+    }
+    fn stuck_at(&self) -> Option<&'static str> {
+        (**self).stuck_at()
     }
 }
 

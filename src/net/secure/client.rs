@@ -92,14 +92,7 @@ impl SecureSocket {
                     ));
                     return None;
                 }
-                let params = NOISE.parse().ok()?;
-                let mut hs = Builder::new(params).build_initiator().ok()?;
-                let mut m1 = [0u8; 64];
-                let n = hs.write_message(&[], &mut m1).ok()?;
-                let mut p = vec![T_HELLO, SECURE_VERSION];
-                p.extend_from_slice(&data[2..18]);
-                p.extend_from_slice(&m1[..n]);
-                p.resize(HELLO_LEN, 0);
+                let (hs, p) = hello_packet(&data[2..18], None)?;
                 c.phase = ClientPhase::Hello { hs: Box::new(hs), packet: p.clone(), sent: now };
                 self.raw_send(from, &p);
                 None
@@ -207,6 +200,25 @@ impl SecureSocket {
             _ => self.stats.count(Drop::Bad),
         }
     }
+}
+
+/// The client's `Hello` for `cookie`, and the handshake it starts. `ephemeral`: a fixed
+/// ephemeral key (the worked example in `docs/PROTOCOL.md` only; None draws a fresh one).
+pub(super) fn hello_packet(cookie: &[u8], ephemeral: Option<&[u8]>) -> Option<(HandshakeState, Vec<u8>)> {
+    let params = NOISE.parse().ok()?;
+    let b = Builder::new(params);
+    let b = match ephemeral {
+        Some(e) => b.fixed_ephemeral_key_for_testing_only(e),
+        None => b,
+    };
+    let mut hs = b.build_initiator().ok()?;
+    let mut m1 = [0u8; 64];
+    let n = hs.write_message(&[], &mut m1).ok()?;
+    let mut p = vec![T_HELLO, SECURE_VERSION];
+    p.extend_from_slice(cookie);
+    p.extend_from_slice(&m1[..n]);
+    p.resize(HELLO_LEN, 0);
+    Some((hs, p))
 }
 
 pub(super) fn init_packet() -> Vec<u8> {

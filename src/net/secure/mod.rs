@@ -38,6 +38,8 @@
 //! before ENet sees it.
 
 mod client;
+#[cfg(test)]
+mod example;
 pub mod guard;
 mod identity;
 mod server;
@@ -494,6 +496,25 @@ impl SecureSocket {
     pub fn server_key(&self) -> Option<[u8; 32]> {
         match &self.side {
             Side::Client(c) => c.server_key,
+            Side::Server(_) => None,
+        }
+    }
+
+    /// Client: what the handshake got to, in words, when it stopped short of a session
+    /// (None: it never heard the server, or it has a session).
+    pub fn stuck_at(&self) -> Option<&'static str> {
+        match &self.side {
+            Side::Client(c) => match c.phase {
+                ClientPhase::Hello { .. } => Some(
+                    "the server answered but gave us no session: it may be full or under attack (or too many \
+                     connections come from your address); try again in a minute",
+                ),
+                ClientPhase::Confirm { .. } => Some(
+                    "the server did not answer our password proof: it may be busy checking other passwords; \
+                     try again in a minute",
+                ),
+                _ => None,
+            },
             Side::Server(_) => None,
         }
     }

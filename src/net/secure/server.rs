@@ -166,11 +166,7 @@ impl ServerSide {
     }
 
     pub(super) fn cookie_for(&self, domain: &[u8], addr: SocketAddr, window: u64) -> [u8; 16] {
-        let a = addr.to_string();
-        let m = mac(&self.secret, &[domain, a.as_bytes(), &window.to_le_bytes()]);
-        let mut c = [0u8; 16];
-        c.copy_from_slice(&m[..16]);
-        c
+        cookie_mac(&self.secret, domain, addr, window)
     }
 
     pub(super) fn cookie(&self, addr: SocketAddr, window: u64) -> [u8; 16] {
@@ -222,6 +218,43 @@ impl ServerSide {
         }
         self.global_guesses.tokens -= 1.0;
     }
+}
+
+/// A cookie: the first 16 bytes of BLAKE2s-MAC-256 keyed with the server's secret over
+/// `domain` (empty for handshakes, "status" for status queries), the address as text and
+/// the time window (u64 little-endian).
+pub(super) fn cookie_mac(secret: &[u8; 32], domain: &[u8], addr: SocketAddr, window: u64) -> [u8; 16] {
+    let a = addr.to_string();
+    let m = mac(secret, &[domain, a.as_bytes(), &window.to_le_bytes()]);
+    let mut c = [0u8; 16];
+    c.copy_from_slice(&m[..16]);
+    c
+}
+
+/// The server's `Welcome` answering a Hello's Noise message `m1` with the static key
+/// `private`: the packet, the handshake hash and the session's keys. `ephemeral`: a fixed
+/// ephemeral key (the worked example only; None draws a fresh one).
+pub(super) fn welcome_packet(
+    private: &[u8],
+    m1: &[u8],
+    ephemeral: Option<&[u8]>,
+) -> Option<(Vec<u8>, Vec<u8>, snow::StatelessTransportState)> {
+    let params = NOISE.parse().ok()?;
+    let b = Builder::new(params).local_private_key(private);
+    let b = match ephemeral {
+        Some(e) => b.fixed_ephemeral_key_for_testing_only(e),
+        None => b,
+    };
+    let mut hs = b.build_responder().ok()?;
+    let mut payload = [0u8; 64];
+    hs.read_message(m1, &mut payload).ok()?;
+    let mut m2 = [0u8; 256];
+    let n = hs.write_message(&[], &mut m2).ok()?;
+    let hash = hs.get_handshake_hash().to_vec();
+    let transport = hs.into_stateless_transport_mode().ok()?;
+    let mut p = vec![T_WELCOME];
+    p.extend_from_slice(&m2[..n]);
+    Some((p, hash, transport))
 }
 
 impl SecureSocket {
@@ -440,22 +473,11 @@ impl SecureSocket {
             }
             s.log_full("handshakes", format!("the handshake pool is full ({HALF_OPEN_MAX}); evicting the oldest"));
         }
-        let Some(params) = NOISE.parse().ok() else { return };
-        let Ok(mut hs) = Builder::new(params).local_private_key(&s.cfg.identity.private).build_responder() else {
-            return;
-        };
-        let mut payload = [0u8; 64];
-        if hs.read_message(&data[18..50], &mut payload).is_err() {
+        let Some((p, hash, transport)) = welcome_packet(&s.cfg.identity.private, &data[18..50], None) else {
             self.stats.unopened += 1;
             self.stats.dropped += 1;
             return;
-        }
-        let mut m2 = [0u8; 256];
-        let Ok(n) = hs.write_message(&[], &mut m2) else { return };
-        let hash = hs.get_handshake_hash().to_vec();
-        let Ok(transport) = hs.into_stateless_transport_mode() else { return };
-        let mut p = vec![T_WELCOME];
-        p.extend_from_slice(&m2[..n]);
+        };
         s.sessions.insert(
             from,
             ServerSession {
