@@ -121,6 +121,7 @@ impl Transport for EnetTransport {
     }
 
     fn poll(&mut self, out: &mut Vec<NetEvent>) {
+        self.host.socket_mut().begin_poll();
         loop {
             match self.host.service() {
                 Ok(Some(ev)) => match ev.no_ref() {

@@ -239,6 +239,10 @@ mod tests {
         assert!(e.contains("max_players must be 1..=256"), "{e}");
         let e = ServerFile::parse("log_level = \"loud\"\n", "s.toml").unwrap_err();
         assert!(e.contains("log_level"), "{e}");
+        let e = ServerFile::parse("max_sessions_per_address = 0\n", "s.toml").unwrap_err();
+        assert!(e.contains("max_sessions_per_address must be 1..=256"), "{e}");
+        let f = ServerFile::parse("max_sessions_per_address = 32\n", "s.toml").unwrap();
+        assert_eq!(f.max_sessions_per_address, 32, "a LAN party's setting");
     }
 
     #[test]
@@ -248,7 +252,12 @@ mod tests {
         let f = ServerFile { admin_password: "swordfish".into(), ..Default::default() };
         assert!(!f.effective_text().contains("swordfish"));
         // What --print-config shows is itself a valid file with the same settings.
-        let g = ServerFile { name: "Zoë's \"den\"".into(), status_every_s: 60, ..Default::default() };
+        let g = ServerFile {
+            name: "Zoë's \"den\"".into(),
+            status_every_s: 60,
+            max_sessions_per_address: 9,
+            ..Default::default()
+        };
         assert_eq!(ServerFile::parse(&g.effective_text(), "shown").unwrap(), g);
     }
 }

@@ -145,6 +145,13 @@ impl std::fmt::Display for Report {
             self.joins_refused_busy
         )?;
         write!(f, "  dropped: {}", self.net.drops())?;
+        if self.net.status_answered + self.net.status_cookies > 0 {
+            write!(
+                f,
+                "\n  status: {} answered, {} cookies handed out",
+                self.net.status_answered, self.net.status_cookies
+            )?;
+        }
         for n in &self.notes {
             write!(f, "\n  {n}")?;
         }

@@ -396,6 +396,8 @@ pub struct SecureSocket {
     /// Opened datagrams waiting for ENet to take them.
     ready: VecDeque<(SocketAddr, Vec<u8>)>,
     opened: Vec<u8>,
+    /// Time spent draining since the transport's poll began (`begin_poll`).
+    drained: Duration,
 }
 
 impl SecureSocket {
@@ -424,6 +426,7 @@ impl SecureSocket {
             rx: udp::Receiver::default(),
             ready: VecDeque::new(),
             opened: vec![0; enet::MTU_MAX],
+            drained: Duration::ZERO,
         }
     }
 
@@ -436,6 +439,18 @@ impl SecureSocket {
     /// are answered now, opened data waits for ENet. Never blocks.
     pub fn drain(&mut self, budget: Duration) -> io::Result<()> {
         let start = Instant::now();
+        let r = self.drain_for(budget, start);
+        self.drained += start.elapsed();
+        r
+    }
+
+    /// A poll of the transport begins: `receive` may drain for `DRAIN_BUDGET` in all
+    /// during it, however many times ENet calls it.
+    pub fn begin_poll(&mut self) {
+        self.drained = Duration::ZERO;
+    }
+
+    fn drain_for(&mut self, budget: Duration, start: Instant) -> io::Result<()> {
         loop {
             let mut rx = std::mem::take(&mut self.rx);
             let got = udp::receive(&self.inner, &mut rx);
@@ -581,9 +596,10 @@ impl enet::Socket for SecureSocket {
     ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
         self.client_tick();
         self.server_expire();
-        if self.ready.is_empty() {
-            // A bounded time per call: a flood cannot keep ENet (and the tick) waiting.
-            self.drain(DRAIN_BUDGET)?;
+        if self.ready.is_empty() && self.drained < DRAIN_BUDGET {
+            // A bounded time per poll: a flood cannot keep ENet (and the tick) waiting;
+            // what is left waits for the time between ticks.
+            self.drain(DRAIN_BUDGET - self.drained)?;
         }
         Ok(self.ready.pop_front().map(|(from, d)| {
             let n = d.len().min(buffer.len());
@@ -629,6 +645,48 @@ pub mod fuzzing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client written by hand against a real server socket on loopback: what each
+    /// handshake packet is answered with, and that nothing is answered larger than its
+    /// request (an empty `Confirm` is not answered at all).
+    #[test]
+    fn no_answer_is_larger_than_its_request_and_an_empty_confirm_gets_none() {
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.set_nonblocking(true).unwrap();
+        let to = udp.local_addr().unwrap();
+        let cfg = ServerSecurity { password: Some("pw".into()), ..ServerSecurity::new(Identity::generate().unwrap()) };
+        let mut server = SecureSocket::server(udp, cfg).unwrap();
+        let me = UdpSocket::bind("127.0.0.1:0").unwrap();
+        me.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut ask = |p: &[u8]| -> Option<Vec<u8>> {
+            me.send_to(p, to).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            server.drain(Duration::from_millis(50)).unwrap();
+            let mut buf = [0u8; 2048];
+            let got = me.recv_from(&mut buf).ok().map(|(n, _)| buf[..n].to_vec());
+            if let Some(a) = &got {
+                assert!(a.len() <= p.len(), "{} bytes answered to {}", a.len(), p.len());
+            }
+            got
+        };
+        let cookie = ask(&client::init_packet()).expect("a cookie");
+        let (mut hs, hello) = client::hello_packet(&cookie[2..18], None).unwrap();
+        let welcome = ask(&hello).expect("a welcome");
+        let mut payload = [0u8; 64];
+        hs.read_message(&welcome[1..], &mut payload).unwrap();
+        let hash = hs.get_handshake_hash().to_vec();
+        let mut keys =
+            Keys { transport: hs.into_stateless_transport_mode().unwrap(), send_nonce: 0, replay: Replay::default() };
+        let empty = keys.seal(T_CONFIRM, &[]).unwrap();
+        assert_eq!(empty.len(), 20);
+        assert_eq!(ask(&empty), None, "an empty Confirm is not answered");
+        let wrong = keys.seal(T_CONFIRM, &mac(&password_key("nope"), &[&hash])).unwrap();
+        let refuse = ask(&wrong).expect("a refusal");
+        assert_eq!((refuse[0], refuse.len()), (T_REFUSE, 21), "a one-byte reason, sealed");
+        let mut out = [0u8; 64];
+        assert_eq!(keys.open(&refuse, &mut out).ok(), Some(1));
+        assert_eq!(out[0], server::REFUSE_WRONG_PASSWORD);
+    }
 
     #[test]
     fn replay_window_accepts_each_nonce_once_and_forgets_the_ancient() {
