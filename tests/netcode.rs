@@ -32,6 +32,7 @@ struct Parity {
     worst: f32,
     peak: usize,
     bursts: usize,
+    flares: usize,
 }
 
 /// A four-player Warden fight, its events fed to a replica (through the wire encoding or
@@ -51,17 +52,22 @@ fn parity(through_wire: bool, every: u32) -> Parity {
     w.instances.get_mut(&inst).unwrap().start_boss(&defs, t0, &mut ev);
     let arena = w.instances[&inst].arena;
     let mut replica = Replica::new(arena, w.tick);
-    let mut r = Parity { compared: 0, mismatched: 0, worst: 0.0, peak: 0, bursts: 0 };
+    let mut r = Parity { compared: 0, mismatched: 0, worst: 0.0, peak: 0, bursts: 0, flares: 0 };
     let mut pending: Vec<WireEvent> = Vec::new();
     for t in 0..900u32 {
         for id in 1..=4u32 {
             let a = t as f32 * 0.05 + id as f32;
-            let f = InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos()), aim: -90.0, buttons: BTN_FIRE };
+            // Now and then a flare (pressed on one tick): the replica must clear exactly
+            // what the server cleared, from the one event, however late it comes.
+            let flare = if t % 53 == (id * 11) % 53 { hailfire::sim::player::BTN_FLARE } else { 0 };
+            let f =
+                InputFrame { tick: w.tick + 1, mv: Vec2::new(a.sin(), a.cos()), aim: -90.0, buttons: BTN_FIRE | flare };
             let _ = w.queue_input(id, f);
         }
-        // Keep the fight going: players stay alive and the boss stays in a phase.
+        // Keep the fight going: players stay alive, armed, and the boss stays in a phase.
         for p in w.instances.get_mut(&inst).unwrap().players.iter_mut() {
             p.hp = 100;
+            p.flares = 2;
         }
         let events = w.step().to_vec();
         replica.step();
@@ -78,6 +84,7 @@ fn parity(through_wire: bool, every: u32) -> Parity {
             }
         }
         r.bursts += batch.iter().filter(|e| matches!(e, WireEvent::Burst(_))).count();
+        r.flares += batch.iter().filter(|e| matches!(e, WireEvent::Flare { .. })).count();
         for e in &batch {
             replica.apply(e);
         }
@@ -125,6 +132,7 @@ fn replica_parity_with_events_sent_with_each_snapshot_is_bit_exact() {
     // replica must hold exactly the server's bullets, bit for bit.
     let r = parity(true, SNAPSHOT_EVERY_TICKS);
     assert!(r.peak > 100 && r.bursts > 10);
+    assert!(r.flares > 20, "flares fired and were cleared alike: {}", r.flares);
     assert_eq!(r.mismatched, 0, "{} of {} positions differ (worst {} px)", r.mismatched, r.compared, r.worst);
 }
 

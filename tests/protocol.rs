@@ -14,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 7, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 8, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -104,6 +104,9 @@ fn golden_welcome_and_reject() {
     assert_eq!(hex(&r.encode()), "0b 01 01 00 02 00");
     let busy = ServerMsg::Reject(RejectReason::Busy);
     assert_eq!(hex(&busy.encode()), "0b 08", "reject code 8: busy (protocol 7)");
+    let status = ServerMsg::RunStatus { flares: 2, charge: 17, grazes: 300, score: 5 };
+    assert_eq!(hex(&status.encode()), "11 02 11 ac 02 05", "run status (protocol 8)");
+    assert_eq!(ServerMsg::decode(&status.encode()).unwrap(), status);
     for m in [w, r, busy] {
         assert_eq!(ServerMsg::decode(&m.encode()).unwrap(), m);
     }
@@ -304,6 +307,28 @@ fn round_trips_for_every_message() {
         ServerMsg::Reject(RejectReason::TooManyMalformed),
         ServerMsg::Reject(RejectReason::Banned { reason: "griefing".into() }),
         ServerMsg::Reject(RejectReason::Busy),
+        ServerMsg::RunStatus { flares: 1, charge: 3, grazes: 40, score: 1234 },
+        ServerMsg::RunSummary(hailfire::sim::events::RunSummary {
+            dungeon: "warden_keep".into(),
+            outcome: hailfire::sim::events::RunOutcome::Cleared,
+            ticks: 7200,
+            team_score: 12_345,
+            rows: vec![hailfire::sim::events::RunRow {
+                id: 3,
+                name: "Ann".into(),
+                score: 4_000,
+                stats: hailfire::sim::player::RunStats {
+                    damage: 900,
+                    kills: 7,
+                    grazes: 40,
+                    hits_taken: 2,
+                    downs: 1,
+                    revives: 1,
+                    flares_used: 2,
+                },
+                out: false,
+            }],
+        }),
         ServerMsg::Notice { text: "[server] restart in 5 minutes".into() },
         ServerMsg::Welcome {
             version: PROTOCOL_VERSION,
@@ -335,6 +360,10 @@ fn round_trips_for_every_message() {
                 WireEvent::Cleared,
                 WireEvent::Sfx { name: "shotgun".into(), pos: Vec2::new(1.25, 2.5) },
                 WireEvent::Hit { uid: 9, target: WireTarget::Enemy(12) },
+                WireEvent::Flare { player: 3, tick: 1233, pos: Vec2::new(123.456, 78.9) },
+                WireEvent::Out { player: 4 },
+                WireEvent::Revived { player: 4, by: 3 },
+                WireEvent::Wave { wave: 2 },
             ],
         },
     ];
@@ -348,7 +377,7 @@ fn the_encoding_is_a_validator() {
     // No frame on the wire can ask for more than full speed, NaN, or unknown buttons.
     let f = InputFrame { tick: 1, mv: Vec2::new(f32::NAN, 7.0), aim: f32::INFINITY, buttons: 0xff };
     let w = WireInput::from_frame(&f);
-    assert_eq!((w.mx, w.my, w.buttons), (0, 100, 7));
+    assert_eq!((w.mx, w.my, w.buttons), (0, 100, 31), "fire, interact, escape, focus, flare; nothing else");
     let back = w.to_frame(1);
     assert!(back.mv.length() <= 1.0 + 1e-6 || back.mv.x.abs() <= 1.0 && back.mv.y.abs() <= 1.0);
     // Hand-made bytes that claim more are refused, not clamped into something legal.
@@ -356,7 +385,7 @@ fn the_encoding_is_a_validator() {
     b[8] = 101;
     assert!(ClientMsg::decode(&b).is_err());
     let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, frames: vec![w] }.encode();
-    b[12] = 0x08;
+    b[12] = 0x20;
     assert!(ClientMsg::decode(&b).is_err(), "unknown button bit");
     let mut b = vec![2u8, 9, 0, 0, 0, 0, 0, 4];
     b.extend(std::iter::repeat_n([0u8; 5], 9).flatten());
@@ -482,10 +511,15 @@ fn fuzz_corpus_matches_the_encoders() {
                 WireEvent::Death { target: WireTarget::Enemy(4) },
                 WireEvent::Phase { phase: 1 },
                 WireEvent::Sfx { name: "shotgun".into(), pos: Vec2::new(3.0, 4.0) },
+                WireEvent::Flare { player: 2, tick: 75, pos: Vec2::new(300.5, 200.25) },
+                WireEvent::Out { player: 2 },
+                WireEvent::Revived { player: 2, by: 1 },
+                WireEvent::Wave { wave: 1 },
             ],
         }
         .encode(),
     );
+    w("server_msg", "run_status", ServerMsg::RunStatus { flares: 2, charge: 39, grazes: 1000, score: 99_999 }.encode());
     w(
         "server_msg",
         "repeat_spawns",
@@ -506,7 +540,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 15, "every seed written above was checked");
+    assert_eq!(seeds, 16, "every seed written above was checked");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use hailfire::content::{self, Content, ModRoot};
 use hailfire::sim::bullets::Team;
 use hailfire::sim::config::*;
 use hailfire::sim::events::{Target, TransferReason};
-use hailfire::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use hailfire::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_FLARE, BTN_FOCUS, BTN_INTERACT};
 use hailfire::sim::script::ShotCmd;
 use hailfire::sim::{InputFrame, InstanceId, SimEvent, Vec2, World};
 
@@ -104,6 +104,12 @@ fn determinism_same_seed_same_world_after_3600_ticks() {
     assert_ne!(a.last(), c.last(), "a different seed gives a different run (the hash sees the world)");
 }
 
+/// A player's volley: one shot (focused) or one fan (a burst event).
+fn player_shot(e: &SimEvent) -> bool {
+    matches!(e, SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player)
+        || matches!(e, SimEvent::BurstSpawned { burst, .. } if burst.shape.team == Team::Player)
+}
+
 #[test]
 fn spawn_grace_protects_and_forbids_shooting_for_two_seconds() {
     let (mut w, _) = in_dungeon(1);
@@ -113,7 +119,7 @@ fn spawn_grace_protects_and_forbids_shooting_for_two_seconds() {
             shoot_player(&mut w, 1, 50);
         }
         let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_FIRE);
-        let fired = ev.iter().any(|e| matches!(e, SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player));
+        let fired = ev.iter().any(player_shot);
         if fired && first_shot.is_none() {
             first_shot = Some(k);
         }
@@ -152,10 +158,7 @@ fn fire_rate_is_a_server_cooldown() {
         for k in 0..120 {
             let b = if pattern(k) { BTN_FIRE } else { 0 };
             let ev = step_with(&mut w, 1, Vec2::ZERO, b);
-            shots += ev
-                .iter()
-                .filter(|e| matches!(e, SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player))
-                .count();
+            shots += ev.iter().filter(|e| player_shot(e)).count();
         }
         shots
     };
@@ -532,6 +535,9 @@ fn stress_field_hash() -> (u64, usize) {
 /// Changed in protocol 5: `ring` and `fan` became bursts whose directions are integer
 /// steps of the angle grid (rings moved by at most 1/65536 of a turn per bullet), and the
 /// shipped spirals that fired their arms one `shot` at a time became rings.
+/// Changed in protocol 8 (the game's rules): an unfocused player fires a three-shot fan,
+/// boss and enemy HP scale with the party, and players meet the boss at full health (the
+/// stress field, which has no players' rules in it, kept its value).
 #[test]
 fn golden_hashes_pin_the_simulation_bits() {
     let c = content::load(&[
@@ -551,9 +557,9 @@ fn golden_hashes_pin_the_simulation_bits() {
         }
     }
     let want: [(&str, (u64, usize)); 4] = [
-        ("warden_keep", (0x631c_0b08_b39d_0d6c, 232)),
-        ("hollow_grove", (0xc835_0e5a_58c1_da14, 103)),
-        ("whirl_pit", (0x05ef_0e8f_ea78_4063, 203)),
+        ("warden_keep", (0x449c_404c_ef9a_db12, 294)),
+        ("hollow_grove", (0x30b0_6c16_87cf_cc29, 166)),
+        ("whirl_pit", (0x8b78_80a8_1f68_68a8, 264)),
         ("stress", (0x1c75_73ac_fc24_95b7, 1827)),
     ];
     for ((name, g), (_, w)) in got.iter().zip(want.iter()) {
@@ -640,4 +646,226 @@ fn instances_stepped_on_threads_give_the_same_world_as_one_thread() {
         let first = e.iter().zip(&e1).position(|(a, b)| a != b);
         assert!(first.is_none() && e.len() == e1.len(), "{threads} threads: events differ from event {first:?} on");
     }
+}
+
+// ---------------------------------------------------------------- the game's rules: runs
+
+/// Steps once with each player's input (players not named send nothing).
+fn step_each(w: &mut World, inputs: &[(u32, Vec2, u8)]) -> Vec<SimEvent> {
+    for &(id, mv, b) in inputs {
+        press(w, id, mv, b);
+    }
+    w.step().to_vec()
+}
+
+/// A bullet of `damage` that will pass `offset` px beside player `id` (beyond the hit
+/// distance, inside the graze radius), fired across them.
+fn graze_past(w: &mut World, id: u32, offset: f32) {
+    let inst = w.instance_of(id).unwrap();
+    let p = w.player(id).unwrap().pos;
+    let tick = w.tick;
+    let mut shot = enemy_shot_at(Vec2::new(p.x - 40.0, p.y - offset), 10);
+    shot.speed = 4.0;
+    shot.lifetime = 60;
+    let mut ev = Vec::new();
+    w.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &shot, Team::Enemy, &mut ev);
+}
+
+#[test]
+fn a_graze_counts_once_per_bullet_and_player_and_never_for_a_hit() {
+    let (mut w, _) = in_dungeon(5);
+    skip_grace(&mut w, 1);
+    // Passing 12 px from the hitbox's centre: 4 (bullet) + 5 (hitbox) = 9 px is a hit,
+    // 9 + GRAZE_RADIUS a graze. It stays within the graze radius for several ticks.
+    graze_past(&mut w, 1, 12.0);
+    for _ in 0..30 {
+        step_with(&mut w, 1, Vec2::ZERO, 0);
+    }
+    let p = w.player(1).unwrap();
+    assert_eq!((p.stats.grazes, p.graze_charge, p.hp), (1, 1, PLAYER_MAX_HP), "one graze for one bullet, no damage");
+    // A bullet that hits after grazing is no graze.
+    graze_past(&mut w, 1, 3.0);
+    for _ in 0..30 {
+        step_with(&mut w, 1, Vec2::ZERO, 0);
+    }
+    let p = w.player(1).unwrap();
+    assert_eq!(p.stats.grazes, 1, "the hit undid its graze");
+    assert_eq!((p.hp, p.stats.hits_taken), (PLAYER_MAX_HP - 10, 1));
+    // Far away: nothing.
+    graze_past(&mut w, 1, 9.0 + GRAZE_RADIUS + 3.0);
+    for _ in 0..30 {
+        step_with(&mut w, 1, Vec2::ZERO, 0);
+    }
+    assert_eq!(w.player(1).unwrap().stats.grazes, 1);
+    // Grazes charge flares: GRAZES_PER_FLARE of them make one (up to MAX_FLARES).
+    let p = w.player_mut(1).unwrap();
+    p.flares = 0;
+    for _ in 0..GRAZES_PER_FLARE {
+        p.graze();
+    }
+    assert_eq!(p.flares, 1);
+}
+
+#[test]
+fn a_flare_clears_the_enemy_bullets_in_its_radius_and_hurts_what_is_near() {
+    let (mut w, inst) = in_dungeon(6);
+    skip_grace(&mut w, 1);
+    let at = w.player(1).unwrap().pos;
+    let tick = w.tick;
+    let mut ev = Vec::new();
+    let i = w.instances.get_mut(&inst).unwrap();
+    // Still bullets at 100 px (inside) and 200 px (outside), and a player's own shot inside.
+    for (dx, dy) in [(100.0, 0.0), (0.0, -100.0), (200.0, 0.0), (-160.0, 0.0)] {
+        let mut s = enemy_shot_at(Vec2::new(at.x + dx, at.y + dy), 10);
+        s.lifetime = 300;
+        i.spawn_bullet(tick, &s, Team::Enemy, &mut ev);
+    }
+    let mut own = enemy_shot_at(Vec2::new(at.x + 50.0, at.y), 10);
+    own.lifetime = 300;
+    i.spawn_bullet(tick, &own, Team::Player, &mut ev);
+    let before = i.bullets.len();
+    assert_eq!(w.player(1).unwrap().flares, START_FLARES);
+    let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_FLARE);
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::Flare { player: 1, .. })));
+    let i = &w.instances[&inst];
+    assert_eq!(before - i.bullets.len(), 2, "exactly the two enemy bullets within {FLARE_RADIUS} px");
+    assert!(i.bullets.team.iter().filter(|t| **t == Team::Player).count() >= 1, "own shots stay");
+    assert_eq!(w.player(1).unwrap().flares, START_FLARES - 1);
+    // Held, it does not fire again; with none left, pressing does nothing.
+    let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_FLARE);
+    assert!(!ev.iter().any(|e| matches!(e, SimEvent::Flare { .. })), "a flare fires on the press, not while held");
+    step_with(&mut w, 1, Vec2::ZERO, 0);
+    let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_FLARE);
+    assert!(!ev.iter().any(|e| matches!(e, SimEvent::Flare { .. })), "no flares left");
+}
+
+#[test]
+fn a_downed_player_is_revived_by_a_teammate_close_enough_for_two_seconds() {
+    let mut w = world(7);
+    for id in [1, 2] {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    for _ in 0..SPAWN_GRACE_TICKS {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    w.player_mut(1).unwrap().hp = 5;
+    shoot_player(&mut w, 1, 50);
+    step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    let p = w.player(1).unwrap();
+    assert!(p.dead && p.downed > 0 && !p.out, "downed, not out: a teammate stands");
+    // The teammate stands 100 px away: too far, no progress.
+    let at = w.player(1).unwrap().pos;
+    w.player_mut(2).unwrap().pos = Vec2::new(at.x + 100.0, at.y);
+    for _ in 0..REVIVE_TICKS {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    assert!(w.player(1).unwrap().dead, "nobody in range");
+    // Within 48 px: revived after exactly two seconds.
+    w.player_mut(2).unwrap().pos = Vec2::new(at.x + REVIVE_RANGE - 4.0, at.y);
+    let mut revived_after = None;
+    for k in 1..=REVIVE_TICKS + 5 {
+        let ev = step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+        if ev.iter().any(|e| matches!(e, SimEvent::Revived { player: 1, by: 2, .. })) {
+            revived_after = Some(k);
+            break;
+        }
+    }
+    assert_eq!(revived_after, Some(REVIVE_TICKS));
+    let p = w.player(1).unwrap();
+    assert!(!p.dead && p.hp == REVIVE_HP);
+    assert_eq!(w.player(2).unwrap().stats.revives, 1);
+}
+
+#[test]
+fn downed_too_long_is_out_and_all_down_fails_the_run() {
+    let mut w = world(8);
+    for id in [1, 2] {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let inst = w.instance_of(1).unwrap();
+    for _ in 0..SPAWN_GRACE_TICKS {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    shoot_player(&mut w, 1, 200);
+    step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    // The teammate stays out of reach (and alive: the waves come meanwhile).
+    w.player_mut(2).unwrap().pos = Vec2::new(10.0, 10.0);
+    w.player_mut(2).unwrap().hp = 1_000_000;
+    let mut out_after = None;
+    for k in 1..=DOWNED_TICKS + 2 {
+        let ev = step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+        if ev.iter().any(|e| matches!(e, SimEvent::PlayerOut { player: 1, .. })) {
+            out_after = Some(k);
+        }
+    }
+    assert_eq!(out_after, Some(DOWNED_TICKS), "out after ten seconds downed");
+    assert!(w.instances[&inst].run().ended.is_none(), "one still stands: the run goes on");
+    // The last one standing goes down: nobody can revive anyone, the run has failed.
+    w.player_mut(2).unwrap().hp = 1;
+    shoot_player(&mut w, 2, 200);
+    let ev = step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    let sum = ev.iter().find_map(|e| match e {
+        SimEvent::RunEnded { summary, to, .. } => Some((summary.clone(), to.clone())),
+        _ => None,
+    });
+    let (sum, to) = sum.expect("the run ended");
+    assert_eq!(sum.outcome, hailfire::sim::events::RunOutcome::Failed);
+    assert_eq!(to, vec![1, 2], "both are told");
+    assert_eq!(sum.rows.iter().map(|r| r.stats.downs).sum::<u32>(), 2);
+    // Both go back to the hub after the lockout.
+    for _ in 0..RESPAWN_LOCKOUT_TICKS + 2 {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    assert_eq!(w.instance_of(1), Some(w.hub));
+    assert_eq!(w.instance_of(2), Some(w.hub));
+}
+
+#[test]
+fn alone_at_zero_hp_the_run_ends() {
+    let (mut w, inst) = in_dungeon(9);
+    skip_grace(&mut w, 1);
+    shoot_player(&mut w, 1, 500);
+    let ev = step_with(&mut w, 1, Vec2::ZERO, 0);
+    assert!(w.player(1).unwrap().out, "no teammate: out at once, never downed");
+    assert!(ev.iter().any(|e| matches!(e, SimEvent::RunEnded { .. })));
+    assert_eq!(w.instances[&inst].run().ended, Some(hailfire::sim::events::RunOutcome::Failed));
+}
+
+#[test]
+fn enemy_and_boss_hp_scale_with_the_party_that_entered() {
+    let hp_with = |n: u32| {
+        let mut w = world(10);
+        for id in 1..=n {
+            w.add_player(id, "p");
+            w.enter_dungeon(id, "warden_keep");
+        }
+        let inst = w.instance_of(1).unwrap();
+        let ins: Vec<(u32, Vec2, u8)> = (1..=n).map(|id| (id, Vec2::ZERO, 0)).collect();
+        for _ in 0..600 {
+            step_each(&mut w, &ins);
+            if !w.instances[&inst].enemies.is_empty() {
+                break;
+            }
+        }
+        let i = &w.instances[&inst];
+        assert_eq!(i.run().party, n);
+        i.enemies.first().map(|e| e.max_hp).expect("the first wave came")
+    };
+    let (one, four) = (hp_with(1), hp_with(4));
+    assert_eq!(four, (one as f32 * (1.0 + 3.0 * PARTY_HP_PER_PLAYER)).round() as i32);
+}
+
+#[test]
+fn focus_moves_at_the_focus_speed() {
+    let (mut w, _) = in_dungeon(11);
+    skip_grace(&mut w, 1);
+    let a = w.player(1).unwrap().pos;
+    step_with(&mut w, 1, Vec2::new(1.0, 0.0), BTN_FOCUS);
+    let b = w.player(1).unwrap().pos;
+    step_with(&mut w, 1, Vec2::new(1.0, 0.0), 0);
+    let c = w.player(1).unwrap().pos;
+    assert!(((b.x - a.x) - PLAYER_SPEED * FOCUS_SPEED).abs() < 1e-4, "{}", b.x - a.x);
+    assert!(((c.x - b.x) - PLAYER_SPEED).abs() < 1e-4);
 }

@@ -84,6 +84,19 @@ pub fn synth_effect(name: &str) -> Vec<Frame> {
             let lt = t - k as f32 * 0.18;
             (TAU * notes[k] * t).sin() * 0.2 * env(lt, 0.005, 0.3)
         }),
+        // A flare: a falling whoosh of noise under a bright chord.
+        "flare" => {
+            let mut s = 31u32;
+            frames(0.9, move |t| {
+                let chord = (TAU * 392.0 * t).sin() + (TAU * 587.33 * t).sin() * 0.7 + (TAU * 784.0 * t).sin() * 0.5;
+                (noise(&mut s) * 0.5 * (1.0 - t).max(0.0) + chord * 0.25) * 0.3 * env(t, 0.01, 0.35)
+            })
+        }
+        // Revived: two rising notes.
+        "revive" => frames(0.5, |t| {
+            let f = if t < 0.18 { 523.25 } else { 783.99 };
+            (TAU * f * t).sin() * 0.22 * env(t % 0.18, 0.005, 0.15)
+        }),
         // Enemy and script sounds ("shotgun", "sniper", "summon", anything a mod names).
         _ => {
             let mut s = 99u32;
@@ -145,7 +158,19 @@ fn data(f: Vec<Frame>) -> StaticSoundData {
 
 impl Audio {
     pub fn new(master: f32, sfx: f32, music: f32) -> Audio {
-        let names = ["fire", "hit_taken", "hit_dealt", "death", "phase", "portal", "escape", "cleared", "enemy"];
+        let names = [
+            "fire",
+            "hit_taken",
+            "hit_dealt",
+            "death",
+            "phase",
+            "portal",
+            "escape",
+            "cleared",
+            "flare",
+            "revive",
+            "enemy",
+        ];
         let effects = names.iter().map(|n| (n.to_string(), data(synth_effect(n)))).collect();
         let hub_music = data(synth_music(false)).loop_region(..);
         let boss_music = data(synth_music(true)).loop_region(..);

@@ -33,6 +33,8 @@ pub struct Session {
     rates: (Instant, u64, u64, f32, f32),
     fire_cd: u32,
     pub banner: Option<(String, Instant)>,
+    /// Flares going off (where, when), drawn as an expanding ring.
+    pub flares_seen: Vec<(Vec2, Instant)>,
     /// The address joined (None when hosting).
     pub addr: Option<String>,
     /// The address to add to the recent servers once the join has succeeded.
@@ -117,6 +119,7 @@ impl Session {
             rates: (Instant::now(), 0, 0, 0.0, 0.0),
             fire_cd: 0,
             banner: None,
+            flares_seen: Vec::new(),
             addr: None,
             remember: None,
             last_roster: Vec::new(),
@@ -379,6 +382,24 @@ impl Session {
                     self.banner = Some(("Dungeon cleared!".into(), Instant::now()));
                 }
                 ClientEvent::Sfx { name, .. } => audio.play(&name),
+                ClientEvent::Flare { pos, .. } => {
+                    audio.play("flare");
+                    self.flares_seen.push((pos, Instant::now()));
+                }
+                ClientEvent::Revived { player, .. } => {
+                    audio.play("revive");
+                    if Some(player) == own_id {
+                        self.banner = Some(("Revived!".into(), Instant::now()));
+                    }
+                }
+                ClientEvent::Out { player } if Some(player) == own_id => {
+                    self.banner = Some(("You are out: watching the others".into(), Instant::now()));
+                }
+                ClientEvent::Out { .. } => {}
+                ClientEvent::Wave { wave } => {
+                    self.banner = Some((format!("Wave {wave} cleared: +25 HP, +1 flare"), Instant::now()));
+                }
+                ClientEvent::RunEnded => audio.play("cleared"),
             }
         }
         self.track_damage(&killed);

@@ -32,7 +32,7 @@ use crate::net::{NetEvent, Transport};
 use crate::protocol::content::{unpack, ClientContent, ContentCache, ContentDigest, MAX_CONTENT_BYTES};
 use crate::protocol::messages::*;
 use crate::protocol::*;
-use crate::sim::movement::step_player;
+use crate::sim::movement::step_frame;
 use crate::sim::{InputFrame, Vec2, TICK_RATE};
 use replica::Replica;
 
@@ -96,12 +96,49 @@ pub enum Phase {
 /// Things the app turns into sound and flashes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientEvent {
-    Entered { dungeon: String },
-    Sfx { name: String, pos: Vec2 },
-    Hit { target: WireTarget },
-    Death { target: WireTarget },
-    Phase { phase: u8 },
+    Entered {
+        dungeon: String,
+    },
+    Sfx {
+        name: String,
+        pos: Vec2,
+    },
+    Hit {
+        target: WireTarget,
+    },
+    Death {
+        target: WireTarget,
+    },
+    Phase {
+        phase: u8,
+    },
     Cleared,
+    /// A flare went off at `pos` (the player's, to be seen and heard).
+    Flare {
+        player: u32,
+        pos: Vec2,
+    },
+    Out {
+        player: u32,
+    },
+    Revived {
+        player: u32,
+        by: u32,
+    },
+    Wave {
+        wave: u32,
+    },
+    /// A run ended for this player: the summary is in `Client::summary`.
+    RunEnded,
+}
+
+/// The receiver's own run counts, as the server last said them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStatus {
+    pub flares: u8,
+    pub charge: u8,
+    pub grazes: u32,
+    pub score: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -251,6 +288,12 @@ pub struct Client<T: Transport> {
     /// most `MAX_PENDING_EVENTS` wait (the oldest go first), so a client nobody drains (the
     /// bot) does not grow.
     pub events: Vec<ClientEvent>,
+    /// The last run's summary, until the player dismisses it (the app) or a new one comes.
+    pub summary: Option<crate::sim::events::RunSummary>,
+    /// Every summary this client was sent, in order (bots print them).
+    pub summaries: Vec<crate::sim::events::RunSummary>,
+    /// The player's flares, graze charge, grazes and score in the current run.
+    pub run: RunStatus,
     inbox: Vec<NetEvent>,
     transport_connected: bool,
 }
@@ -298,6 +341,9 @@ impl<T: Transport> Client<T> {
             last_acked: None,
             stall: 0,
             unacked: VecDeque::new(),
+            summary: None,
+            summaries: Vec::new(),
+            run: RunStatus::default(),
             recent: VecDeque::new(),
             view: None,
             pred: None,
@@ -545,13 +591,13 @@ impl<T: Transport> Client<T> {
             let first = self.last_sent.map_or(self.input_tick, |l| l + 1);
             let fill_from = first.max(self.input_tick.saturating_sub(MAX_INPUT_FRAMES as u32 - 1));
             self.fresh_frames = (self.input_tick - fill_from + 1) as usize;
-            let held = self.recent.back().map_or(Vec2::ZERO, |f| f.mv);
+            let held = self.recent.back().copied().unwrap_or_default();
             let can_move = self.own_can_move();
             let arena = self.view.as_ref().map(|v| v.arena);
             let mut pos = self.pred;
             if let (Some(p), Some(arena), true) = (pos.as_mut(), arena, can_move) {
                 for _ in first..fill_from {
-                    *p = step_player(*p, held, arena);
+                    *p = step_frame(*p, &held, arena);
                 }
             }
             for t in fill_from..=self.input_tick {
@@ -562,7 +608,7 @@ impl<T: Transport> Client<T> {
                 self.recent.push_back(frame);
                 self.sent_lead = t as i64 - self.est_tick();
                 if let (Some(p), Some(arena), true) = (pos.as_mut(), arena, can_move) {
-                    *p = step_player(*p, frame.mv, arena);
+                    *p = step_frame(*p, &frame, arena);
                 }
             }
             while self.recent.len() > MAX_INPUT_FRAMES {
@@ -664,6 +710,16 @@ impl<T: Transport> Client<T> {
         match m {
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => self.on_offer(digest, raw_len, packed_len),
             ServerMsg::ContentChunk { offset, data } => self.on_chunk(offset, &data),
+            ServerMsg::RunSummary(sum) => {
+                if self.summaries.len() < 64 {
+                    self.summaries.push(sum.clone());
+                }
+                self.summary = Some(sum);
+                self.events.push(ClientEvent::RunEnded);
+            }
+            ServerMsg::RunStatus { flares, charge, grazes, score } => {
+                self.run = RunStatus { flares, charge, grazes, score };
+            }
             ServerMsg::Notice { text } => {
                 if self.notices.len() == MAX_NOTICES {
                     self.notices.pop_front();
@@ -740,6 +796,14 @@ impl<T: Transport> Client<T> {
                         WireEvent::Sfx { name, pos } => {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
+                        WireEvent::Flare { player, pos, .. } => {
+                            self.events.push(ClientEvent::Flare { player: *player, pos: *pos })
+                        }
+                        WireEvent::Out { player } => self.events.push(ClientEvent::Out { player: *player }),
+                        WireEvent::Revived { player, by } => {
+                            self.events.push(ClientEvent::Revived { player: *player, by: *by })
+                        }
+                        WireEvent::Wave { wave } => self.events.push(ClientEvent::Wave { wave: *wave }),
                         WireEvent::Spawn(_) | WireEvent::Burst(_) | WireEvent::Despawn { .. } => {}
                     }
                 }
@@ -899,15 +963,15 @@ impl<T: Transport> Client<T> {
         // through the same movement function (coasting over any gap, as the server does).
         let mut pos = own.pos;
         if own.flags & F_DEAD == 0 {
-            let mut held = self.unacked.front().map_or(Vec2::ZERO, |f| f.mv);
+            let mut held = self.unacked.front().copied().unwrap_or_default();
             let mut t = ack.unwrap_or(tick);
             for f in &self.unacked {
                 while t + 1 < f.tick {
-                    pos = step_player(pos, held, arena);
+                    pos = step_frame(pos, &held, arena);
                     t += 1;
                 }
-                pos = step_player(pos, f.mv, arena);
-                held = f.mv;
+                pos = step_frame(pos, f, arena);
+                held = *f;
                 t = f.tick;
             }
         }

@@ -22,11 +22,23 @@ pub struct Replica {
     future: Vec<BulletSpawn>,
     /// Spawns refused for breaking the replica's limits (a hostile or broken server).
     pub refused: u64,
+    /// Flares stamped later than `tick`, applied when the replica gets there.
+    flares: Vec<(Tick, Vec2)>,
+    /// A pool to fast-forward a bullet back to a flare's tick in.
+    scratch: BulletPool,
 }
 
 impl Replica {
     pub fn new(arena: Vec2, tick: Tick) -> Self {
-        Replica { pool: BulletPool::new(), tick, arena, future: Vec::new(), refused: 0 }
+        Replica {
+            pool: BulletPool::new(),
+            tick,
+            arena,
+            future: Vec::new(),
+            refused: 0,
+            flares: Vec::new(),
+            scratch: BulletPool::new(),
+        }
     }
 
     fn spawn(&mut self, s: &BulletSpawn) {
@@ -66,7 +78,48 @@ impl Replica {
             WireEvent::Hit { uid, .. } | WireEvent::Despawn { uid } if !self.pool.despawn(*uid) => {
                 self.future.retain(|f| f.uid != *uid);
             }
+            WireEvent::Flare { tick, pos, .. } => {
+                if *tick > self.tick {
+                    if *tick - self.tick <= MAX_AHEAD_TICKS && self.flares.len() < 64 {
+                        self.flares.push((*tick, *pos));
+                    }
+                } else {
+                    self.flare(*tick, *pos);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// Clears what a flare on `at` (at or before the replica's tick) cleared on the
+    /// server: each enemy bullet spawned before it is put back where it stood on that tick
+    /// by the code that moves it (its spawn record, fast-forwarded), and tested there.
+    fn flare(&mut self, at: Tick, pos: Vec2) {
+        let mut gone = Vec::new();
+        for i in 0..self.pool.len() {
+            let o = self.pool.origin[i];
+            if self.pool.team[i] != crate::sim::Team::Enemy || o.tick >= at {
+                continue;
+            }
+            let then = if at == self.tick {
+                self.pool.pos(i)
+            } else {
+                let back = self.tick - at;
+                if back > MAX_FAST_FORWARD {
+                    continue;
+                }
+                self.scratch.clear();
+                if !self.scratch.spawn_advanced(&o, 0, at - o.tick, self.arena) {
+                    continue;
+                }
+                self.scratch.pos(0)
+            };
+            if self.pool.flared(i, then, pos, at) {
+                gone.push(self.pool.uid[i]);
+            }
+        }
+        for uid in gone {
+            self.pool.despawn(uid);
         }
     }
 
@@ -74,6 +127,14 @@ impl Replica {
     pub fn step(&mut self) {
         self.tick += 1;
         self.pool.step(self.arena);
+        if !self.flares.is_empty() {
+            let now = self.tick;
+            let due: Vec<(Tick, Vec2)> = self.flares.iter().filter(|f| f.0 <= now).copied().collect();
+            self.flares.retain(|f| f.0 > now);
+            for (t, p) in due {
+                self.flare(t, p);
+            }
+        }
         if !self.future.is_empty() {
             let due: Vec<BulletSpawn> = self.future.iter().filter(|s| s.tick <= self.tick).copied().collect();
             self.future.retain(|s| s.tick > self.tick);

@@ -276,6 +276,13 @@ pub const F_SPAWN_GRACE: u8 = 1;
 pub const F_DEAD: u8 = 2;
 pub const F_CHANNELLING: u8 = 4;
 pub const F_LINKDEAD: u8 = 8;
+/// Focus held (the hitbox and graze ring are drawn).
+pub const F_FOCUS: u8 = 16;
+/// Downed (with `F_DEAD`): a teammate may revive. While downed, `hp` carries the seconds
+/// left before the player is out and `escape` the revive progress (ticks of 120).
+pub const F_DOWNED: u8 = 32;
+/// Out of the run (with `F_DEAD`): watching until it ends.
+pub const F_OUT: u8 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SnapEnemy {
@@ -833,6 +840,25 @@ pub enum WireEvent {
         name: String,
         pos: Vec2,
     },
+    /// A player's flare on `tick` at exactly `pos` (f32 bits): the replica clears the
+    /// enemy bullets it would have cleared (`BulletPool::flared`), as the server did.
+    Flare {
+        player: u32,
+        tick: u32,
+        pos: Vec2,
+    },
+    /// A downed player ran out of time (or could not be revived): out of the run.
+    Out {
+        player: u32,
+    },
+    Revived {
+        player: u32,
+        by: u32,
+    },
+    /// A wave was cleared (1 = the first).
+    Wave {
+        wave: u32,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -860,6 +886,16 @@ pub enum ServerMsg {
     /// Type 15, CONTROL, reliable. Text from the server for the player to read: the
     /// operator's `say`, answers to an admin's command. `u8 type, str text (..=200 bytes)`.
     Notice { text: String },
+    /// Type 16, CONTROL, reliable. A run ended for the receiver: its summary.
+    /// `u8 type, str dungeon, u8 outcome (0 cleared, 1 failed, 2 abandoned), var ticks,
+    /// var team_score, var n (..=64), n x (var id, str name, var score, var damage,
+    /// var kills, var grazes, var hits_taken, var downs, var revives, var flares_used,
+    /// u8 out)`.
+    RunSummary(crate::sim::events::RunSummary),
+    /// Type 17, CONTROL, reliable. The receiver's own run counts, when they change (at
+    /// most twice a second, at once when flares change): `u8 type, u8 flares, u8 charge
+    /// (grazes toward the next flare), var grazes, var score`.
+    RunStatus { flares: u8, charge: u8, grazes: u32, score: u32 },
     /// Type 20, EVENTS, reliable ordered. The receiver is now in this instance: drop every
     /// bullet and entity of the old one. Followed by the bullets already in flight.
     /// `u8 type, var instance, u32 tick, str dungeon ("" = hub), u16 arena_w, u16 arena_h`.
@@ -916,6 +952,10 @@ pub const T_STATS: u8 = 12;
 pub const T_CONTENT_OFFER: u8 = 13;
 pub const T_CONTENT_CHUNK: u8 = 14;
 pub const T_NOTICE: u8 = 15;
+pub const T_RUN_SUMMARY: u8 = 16;
+pub const T_RUN_STATUS: u8 = 17;
+/// Most rows a run summary carries.
+pub const MAX_SUMMARY_ROWS: usize = 64;
 /// Longest server name, message of the day and notice, in bytes.
 pub const MAX_SERVER_NAME: usize = 48;
 pub const MAX_MOTD: usize = 160;
@@ -1190,6 +1230,38 @@ impl ServerMsg {
                 w.u8(T_NOTICE);
                 w.str(&crate::protocol::names::clip(text, MAX_NOTICE));
             }
+            ServerMsg::RunSummary(sum) => {
+                use crate::sim::events::RunOutcome;
+                w.u8(T_RUN_SUMMARY);
+                w.str(&crate::protocol::names::clip(&sum.dungeon, 64));
+                w.u8(match sum.outcome {
+                    RunOutcome::Cleared => 0,
+                    RunOutcome::Failed => 1,
+                    RunOutcome::Abandoned => 2,
+                });
+                w.var(sum.ticks as u64);
+                w.var(sum.team_score as u64);
+                let rows = &sum.rows[..sum.rows.len().min(MAX_SUMMARY_ROWS)];
+                w.var(rows.len() as u64);
+                for r in rows {
+                    w.var(r.id as u64);
+                    w.str(&crate::protocol::names::clip(&r.name, MAX_NAME));
+                    let st = &r.stats;
+                    for v in
+                        [r.score, st.damage, st.kills, st.grazes, st.hits_taken, st.downs, st.revives, st.flares_used]
+                    {
+                        w.var(v as u64);
+                    }
+                    w.u8(r.out as u8);
+                }
+            }
+            ServerMsg::RunStatus { flares, charge, grazes, score } => {
+                w.u8(T_RUN_STATUS);
+                w.u8(*flares);
+                w.u8(*charge);
+                w.var(*grazes as u64);
+                w.var(*score as u64);
+            }
             ServerMsg::Reject(r) => {
                 w.u8(T_REJECT);
                 match r {
@@ -1317,6 +1389,26 @@ impl ServerMsg {
                             w.i16(grid::pos_q(pos.x));
                             w.i16(grid::pos_q(pos.y));
                         }
+                        WireEvent::Flare { player, tick: at, pos } => {
+                            w.u8(10);
+                            w.var(*player as u64);
+                            w.svar(*at as i64 - *tick as i64);
+                            w.u32(pos.x.to_bits());
+                            w.u32(pos.y.to_bits());
+                        }
+                        WireEvent::Out { player } => {
+                            w.u8(11);
+                            w.var(*player as u64);
+                        }
+                        WireEvent::Revived { player, by } => {
+                            w.u8(12);
+                            w.var(*player as u64);
+                            w.var(*by as u64);
+                        }
+                        WireEvent::Wave { wave } => {
+                            w.u8(13);
+                            w.var(*wave as u64);
+                        }
                     }
                 }
             }
@@ -1373,6 +1465,51 @@ impl ServerMsg {
                 motd: r.str(MAX_MOTD, "motd")?,
             },
             T_NOTICE => ServerMsg::Notice { text: r.str(MAX_NOTICE, "notice")? },
+            T_RUN_SUMMARY => {
+                use crate::sim::events::{RunOutcome, RunRow, RunSummary};
+                use crate::sim::player::RunStats;
+                let dungeon = r.str(64, "dungeon")?;
+                let outcome = match r.u8()? {
+                    0 => RunOutcome::Cleared,
+                    1 => RunOutcome::Failed,
+                    2 => RunOutcome::Abandoned,
+                    _ => return Err(DecodeError::BadValue("run outcome")),
+                };
+                let ticks = r.var_u32("ticks")?;
+                let team_score = r.var_u32("score")?;
+                let n = r.count(MAX_SUMMARY_ROWS, 11, "rows")?;
+                let mut rows = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let id = r.var_u32("player")?;
+                    let name = r.str(MAX_NAME, "name")?;
+                    let mut v = [0u32; 8];
+                    for x in v.iter_mut() {
+                        *x = r.var_u32("count")?;
+                    }
+                    let out = match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(DecodeError::BadValue("out")),
+                    };
+                    let stats = RunStats {
+                        damage: v[1],
+                        kills: v[2],
+                        grazes: v[3],
+                        hits_taken: v[4],
+                        downs: v[5],
+                        revives: v[6],
+                        flares_used: v[7],
+                    };
+                    rows.push(RunRow { id, name, score: v[0], stats, out });
+                }
+                ServerMsg::RunSummary(RunSummary { dungeon, outcome, ticks, team_score, rows })
+            }
+            T_RUN_STATUS => ServerMsg::RunStatus {
+                flares: r.u8()?,
+                charge: r.u8()?,
+                grazes: r.var_u32("grazes")?,
+                score: r.var_u32("score")?,
+            },
             T_REJECT => ServerMsg::Reject(match r.u8()? {
                 1 => RejectReason::VersionMismatch { server: r.u16()?, client: r.u16()? },
                 2 => RejectReason::ContentTimeout,
@@ -1464,6 +1601,18 @@ impl ServerMsg {
                             let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
                             WireEvent::Sfx { name, pos }
                         }
+                        10 => {
+                            let player = r.var_u32("player")?;
+                            let at = (tick as i64 + r.svar()?).clamp(0, u32::MAX as i64) as u32;
+                            let pos = Vec2::new(f32::from_bits(r.u32()?), f32::from_bits(r.u32()?));
+                            if !pos.x.is_finite() || !pos.y.is_finite() {
+                                return Err(DecodeError::BadValue("flare position"));
+                            }
+                            WireEvent::Flare { player, tick: at, pos }
+                        }
+                        11 => WireEvent::Out { player: r.var_u32("player")? },
+                        12 => WireEvent::Revived { player: r.var_u32("player")?, by: r.var_u32("player")? },
+                        13 => WireEvent::Wave { wave: r.var_u32("wave")? },
                         _ => return Err(DecodeError::BadValue("event tag")),
                     };
                     events.push(e);

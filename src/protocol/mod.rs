@@ -40,7 +40,12 @@ pub use wire::DecodeError;
 ///   query carries a cookie and the answer a joining count (status version 2); the secure
 ///   layer (version 3) refuses with a reason code, says `Busy` when it has no room, and
 ///   hands ENet only well-formed commands.
-pub const PROTOCOL_VERSION: u16 = 7;
+/// - 8: the game's rules. Input bits 8 focus and 16 flare; snapshot player flags 16 focus,
+///   32 downed (then `hp` is the seconds left and `escape` the revive progress), 64 out;
+///   events 10 flare (`var player, svar tick, f32 x, f32 y`: the replica clears what the
+///   server cleared), 11 out, 12 revived, 13 wave cleared; `RunSummary` (type 16) and
+///   `RunStatus` (type 17) on CONTROL.
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -370,6 +370,10 @@ impl Ops {
                         recv as f64 / s / 1000.0
                     ));
                 }
+                if !server.records.dungeons.is_empty() {
+                    out.push("records:".into());
+                    out.extend(server.records.lines().into_iter().map(|l| format!("  {l}")));
+                }
                 out.push("players:".into());
                 let players = server.player_lines();
                 if players.is_empty() {

@@ -263,6 +263,14 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     if let Some(path) = &opts.ban_list {
         server.bans = super::bans::BanList::load(path).map_err(anyhow::Error::msg)?;
         info!(bans = server.bans.bans.len(), file = %path.display(), "ban list");
+        // Records live beside the bans.
+        let at = path.parent().map_or_else(|| "records.toml".into(), |d| d.join("records.toml"));
+        let (records, err) = super::records::Records::load(&at);
+        if let Some(e) = err {
+            warn!("{e}");
+        }
+        info!(dungeons = records.dungeons.len(), file = %at.display(), "records");
+        server.records = records;
     }
     info!(
         digest = %server.content.digest.short(),

@@ -8,6 +8,7 @@ pub mod console;
 pub mod dedicated;
 pub mod flood;
 pub mod listen;
+pub mod records;
 pub mod replicate;
 pub mod soak;
 
@@ -138,6 +139,8 @@ struct Peer {
     rate_since: u32,
     rate: [u32; CHANNEL_COUNT],
     admin_failures: u32,
+    /// The run counts last sent to this player (`RunStatus`), and when.
+    run_sent: Option<(ServerMsg, u32)>,
 }
 
 /// What a content reload did.
@@ -192,6 +195,8 @@ pub struct Server<T: Transport> {
     loaded_mods: Vec<String>,
     /// Names and addresses refused at the door.
     pub bans: bans::BanList,
+    /// Each dungeon's fastest clear and best score (`records.toml` on a dedicated server).
+    pub records: records::Records,
     /// Console commands from admins, waiting for the loop that runs the console.
     admin_queue: Vec<(PeerId, String)>,
     /// Wrong admin passwords per address: since when (tick), how many.
@@ -225,6 +230,7 @@ impl<T: Transport> Server<T> {
             pending: BTreeMap::new(),
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
             bans: bans::BanList::default(),
+            records: records::Records::default(),
             admin_queue: Vec::new(),
             admin_guesses: std::collections::HashMap::new(),
             stop_message: None,
@@ -528,6 +534,7 @@ impl<T: Transport> Server<T> {
                             rate_since: since,
                             rate: [0; CHANNEL_COUNT],
                             admin_failures: 0,
+                            run_sent: None,
                         },
                     );
                 }
@@ -736,6 +743,7 @@ impl<T: Transport> Server<T> {
                 }
             }
         }
+        self.runs(events, tick);
         if tick.is_multiple_of(TICK_RATE) {
             let ids: Vec<PeerId> = self.peers.keys().copied().collect();
             for peer in ids {
@@ -744,6 +752,63 @@ impl<T: Transport> Server<T> {
                     let coasted = self.world.player(player).map_or(0, |pl| pl.coasted);
                     let msg = ServerMsg::Stats { inputs_dropped: p.inputs_dropped, ticks_coasted: coasted };
                     self.send(peer, CH_CONTROL, &msg);
+                }
+            }
+        }
+    }
+
+    /// Runs: each ended run's summary to its players (and the records it set), and each
+    /// player's own counts when they change (flares at once, the rest twice a second).
+    fn runs(&mut self, events: &[SimEvent], tick: u32) {
+        for e in events {
+            let SimEvent::RunEnded { instance, to, summary } = e else { continue };
+            info!(
+                instance,
+                dungeon = %summary.dungeon,
+                outcome = ?summary.outcome,
+                secs = summary.ticks / TICK_RATE,
+                score = summary.team_score,
+                players = to.len(),
+                "run ended"
+            );
+            if to.len() != 1 || summary.outcome != crate::sim::events::RunOutcome::Abandoned {
+                let (new, err) = self.records.count(summary);
+                if let Some(e) = err {
+                    warn!("{e}");
+                }
+                if new.time || new.score {
+                    info!(dungeon = %summary.dungeon, time = new.time, score = new.score, "new record");
+                }
+            }
+            for player in to {
+                if let Some(peer) = self.peer_of(*player) {
+                    self.send(peer, CH_CONTROL, &ServerMsg::RunSummary(summary.clone()));
+                }
+            }
+        }
+        let ids: Vec<PeerId> = self.peers.keys().copied().collect();
+        for peer in ids {
+            let PeerState::Playing { player } = self.peers[&peer].state else { continue };
+            let Some(p) = self.world.player(player) else { continue };
+            let msg = ServerMsg::RunStatus {
+                flares: p.flares,
+                charge: p.graze_charge.min(255) as u8,
+                grazes: p.stats.grazes,
+                score: crate::sim::instance::player_score(&p.stats, p.flares, false),
+            };
+            let due = match &self.peers[&peer].run_sent {
+                None => true,
+                Some((ServerMsg::RunStatus { flares, .. }, at)) => {
+                    let changed = self.peers[&peer].run_sent.as_ref().is_some_and(|(m, _)| *m != msg);
+                    changed
+                        && (!matches!(&msg, ServerMsg::RunStatus { flares: f, .. } if f == flares) || tick >= at + 30)
+                }
+                Some(_) => true,
+            };
+            if due {
+                self.send(peer, CH_CONTROL, &msg);
+                if let Some(pp) = self.peers.get_mut(&peer) {
+                    pp.run_sent = Some((msg, tick));
                 }
             }
         }

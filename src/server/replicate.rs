@@ -31,6 +31,12 @@ pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
             SimEvent::PhaseChanged { instance, phase, .. } => (*instance, WireEvent::Phase { phase: *phase }),
             SimEvent::InstanceCleared { instance } => (*instance, WireEvent::Cleared),
             SimEvent::Sfx { instance, name, pos } => (*instance, WireEvent::Sfx { name: name.clone(), pos: *pos }),
+            SimEvent::Flare { instance, player, pos, tick } => {
+                (*instance, WireEvent::Flare { player: *player, tick: *tick, pos: *pos })
+            }
+            SimEvent::PlayerOut { instance, player } => (*instance, WireEvent::Out { player: *player }),
+            SimEvent::Revived { instance, player, by } => (*instance, WireEvent::Revived { player: *player, by: *by }),
+            SimEvent::WaveCleared { instance, wave } => (*instance, WireEvent::Wave { wave: *wave }),
             _ => continue,
         };
         out.entry(inst).or_default().push(ev);
@@ -103,13 +109,28 @@ pub fn instance_snapshot(
             if p.linkdead {
                 flags |= F_LINKDEAD;
             }
+            if p.focus && !p.dead {
+                flags |= F_FOCUS;
+            }
+            if p.downed > 0 {
+                flags |= F_DOWNED;
+            }
+            if p.out {
+                flags |= F_OUT;
+            }
             debug_assert!(p.grace <= SPAWN_GRACE_TICKS);
+            // A downed player's hp byte is the seconds left, and escape the revive progress.
+            let (hp, escape) = if p.downed > 0 {
+                (p.downed.div_ceil(crate::sim::TICK_RATE), p.revive)
+            } else {
+                (p.hp.clamp(0, 255) as u32, p.escape)
+            };
             SnapPlayer {
                 id: p.id,
                 pos: p.pos,
-                hp: p.hp.clamp(0, 255) as u8,
+                hp: hp.min(255) as u8,
                 flags,
-                escape: p.escape.min(255) as u8,
+                escape: escape.min(255) as u8,
                 aim: ((p.aim.rem_euclid(360.0) / 360.0 * 256.0) as u32 % 256) as u8,
             }
         })

@@ -293,6 +293,8 @@ pub struct BulletPool {
     /// The spawn record each bullet came from (sent to a player who arrives later, who
     /// fast-forwards it to now and gets the very same bullet).
     pub origin: Vec<BulletSpawn>,
+    /// Players who have grazed this bullet (bit `player id % 64`; server only).
+    pub grazed: Vec<u64>,
     dirty: bool,
     /// uid -> slot, once [`find`](Self::find) has been used.
     index: Option<std::collections::HashMap<u32, u32>>,
@@ -340,6 +342,7 @@ impl BulletPool {
         self.damage.push(damage);
         self.spawn_tick.push(s.tick);
         self.origin.push(*s);
+        self.grazed.push(0);
         if let Some(ix) = self.index.as_mut() {
             ix.insert(s.uid, at as u32);
         }
@@ -504,6 +507,7 @@ impl BulletPool {
         self.damage.swap_remove(i);
         self.spawn_tick.swap_remove(i);
         self.origin.swap_remove(i);
+        self.grazed.swap_remove(i);
     }
 
     /// Removes dead bullets: each dead slot, largest first, takes the last bullet
@@ -524,6 +528,20 @@ impl BulletPool {
 
     pub fn pos(&self, i: usize) -> Vec2 {
         Vec2::new(self.x[i], self.y[i])
+    }
+
+    /// The slots of live enemy bullets a flare at `at` clears: those within `FLARE_RADIUS`
+    /// of it, among bullets spawned before `tick` (a flare goes off before the tick's
+    /// scripts fire). The server and the replica call this one test.
+    pub fn flare_slots(&self, at: Vec2, tick: Tick) -> Vec<usize> {
+        (0..self.len()).filter(|&i| self.flared(i, self.pos(i), at, tick)).collect()
+    }
+
+    /// Whether bullet `i`, standing at `pos` at the flare's tick, is cleared by it.
+    pub fn flared(&self, i: usize, pos: Vec2, at: Vec2, tick: Tick) -> bool {
+        let r = super::config::FLARE_RADIUS;
+        let (dx, dy) = (pos.x - at.x, pos.y - at.y);
+        self.team[i] == Team::Enemy && self.life[i] > 0 && self.spawn_tick[i] < tick && dx * dx + dy * dy <= r * r
     }
 }
 

@@ -39,3 +39,49 @@ pub const MAX_BULLETS_PER_INSTANCE: usize = 120_000;
 pub const MAX_ENEMIES_PER_INSTANCE: usize = 256;
 /// Bullets die this far outside the arena bounds.
 pub const ARENA_MARGIN: f32 = 32.0;
+
+// ---------------------------------------------------------------- the game's rules (runs)
+
+/// Focus (an input bit): movement at this fraction of full speed, and a narrower, denser
+/// stream of shots.
+pub const FOCUS_SPEED: f32 = 0.45;
+/// Ticks between shots while focused (unfocused: `PLAYER_FIRE_COOLDOWN_TICKS`, as a fan).
+pub const FOCUS_FIRE_COOLDOWN_TICKS: u32 = 4;
+/// The unfocused fan: this many shots, this many degrees apart.
+pub const FAN_SHOTS: u16 = 3;
+pub const FAN_SPREAD_DEG: f32 = 9.0;
+/// Graze: an enemy bullet that passes this close to a player's hitbox (beyond the hit
+/// distance) without hitting scores once for that player.
+pub const GRAZE_RADIUS: f32 = 16.0;
+/// Flares (the bomb): held at most, held at the start of a run, and grazes per charge.
+pub const MAX_FLARES: u8 = 2;
+pub const START_FLARES: u8 = 1;
+pub const GRAZES_PER_FLARE: u32 = 40;
+/// A flare clears enemy bullets within this radius of the player and deals this damage to
+/// enemies and the boss within it. No invulnerability.
+pub const FLARE_RADIUS: f32 = 150.0;
+pub const FLARE_DAMAGE: i32 = 60;
+/// Downed: at 0 HP with a teammate standing, a player is downed this long; a living
+/// teammate within `REVIVE_RANGE` for `REVIVE_TICKS` revives them at `REVIVE_HP`; else
+/// they are out until the run ends.
+pub const DOWNED_TICKS: u32 = 10 * TICK_RATE;
+pub const REVIVE_RANGE: f32 = 48.0;
+pub const REVIVE_TICKS: u32 = 2 * TICK_RATE;
+pub const REVIVE_HP: i32 = PLAYER_MAX_HP * 40 / 100;
+/// A revived player's protection (as on arrival, shorter).
+pub const REVIVE_GRACE_TICKS: u32 = TICK_RATE;
+/// HP every living player gets back when a wave is cleared (a quarter of the maximum);
+/// full HP when the boss appears.
+pub const WAVE_HEAL: i32 = PLAYER_MAX_HP / 4;
+/// Enemy and boss HP grow by this fraction for each player beyond the first in the party
+/// that entered (a party of 4 fights 2.8 times the HP of one player).
+pub const PARTY_HP_PER_PLAYER: f32 = 0.6;
+/// Score: per kill, per boss, per graze, per unused flare at a clear, and for a clear with
+/// nobody hit; time bonus per second under par (par from content, else 180 s).
+pub const SCORE_KILL: u32 = 100;
+pub const SCORE_BOSS: u32 = 5_000;
+pub const SCORE_GRAZE: u32 = 10;
+pub const SCORE_FLARE_LEFT: u32 = 500;
+pub const SCORE_NO_HIT: u32 = 2_000;
+pub const SCORE_PER_SECOND_UNDER_PAR: u32 = 50;
+pub const DEFAULT_PAR_SECONDS: u32 = 180;

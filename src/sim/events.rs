@@ -4,7 +4,7 @@
 use super::bullets::{BulletSpawn, Burst};
 use super::instance::InstanceId;
 use super::math::Vec2;
-use super::player::PlayerId;
+use super::player::{PlayerId, RunStats};
 
 /// Something that can take damage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,6 +22,39 @@ pub enum TransferReason {
     Escaped,
     LeftAfterDeath,
     Cleared,
+    /// Everyone was down or out: the run failed.
+    Failed,
+}
+
+/// How a run ended for those it is told to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    Cleared,
+    Failed,
+    /// The player left before the end (escape, or out and gone to the hub).
+    Abandoned,
+}
+
+/// One player's line in a run's summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRow {
+    pub id: PlayerId,
+    pub name: String,
+    pub score: u32,
+    pub stats: RunStats,
+    /// Out when the run ended (or when they left).
+    pub out: bool,
+}
+
+/// What a run came to: shown to every participant when it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    pub dungeon: String,
+    pub outcome: RunOutcome,
+    /// Ticks from the instance's opening to the end.
+    pub ticks: u32,
+    pub team_score: u32,
+    pub rows: Vec<RunRow>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +105,35 @@ pub enum SimEvent {
     },
     InstanceCleared {
         instance: InstanceId,
+    },
+    /// A player fired a flare at `pos` on `tick`: the enemy bullets within its radius are
+    /// gone (each side works out which from this one event).
+    Flare {
+        instance: InstanceId,
+        player: PlayerId,
+        pos: Vec2,
+        tick: super::Tick,
+    },
+    /// A downed player's time ran out (or nobody could revive them): out of the run.
+    PlayerOut {
+        instance: InstanceId,
+        player: PlayerId,
+    },
+    Revived {
+        instance: InstanceId,
+        player: PlayerId,
+        by: PlayerId,
+    },
+    /// A wave was cleared (1 = the first): those standing healed and gained a flare.
+    WaveCleared {
+        instance: InstanceId,
+        wave: u32,
+    },
+    /// The run ended for the players in `to` (all of them, or one who left).
+    RunEnded {
+        instance: InstanceId,
+        to: Vec<PlayerId>,
+        summary: RunSummary,
     },
     Sfx {
         instance: InstanceId,

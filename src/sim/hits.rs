@@ -6,6 +6,7 @@
 //! priority order. The first overlap consumes the bullet.
 
 use super::bullets::{BulletPool, Team};
+use super::config::GRAZE_RADIUS;
 use super::math::Vec2;
 
 const CELL: f32 = 64.0;
@@ -94,54 +95,121 @@ pub const BRUTE_FORCE_TARGETS: usize = 8;
 /// The same hits, in the same order, whether through the grid or not. `grid` must have
 /// been built over `targets` when there are more than [`BRUTE_FORCE_TARGETS`].
 pub fn find_hits(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid, hits: &mut Vec<(usize, u16)>) {
+    find_hits_and_grazes(pool, team, targets, grid, hits, None);
+}
+
+/// As [`find_hits`], and in the same pass, with `grazes`, each `(bullet slot, target)`
+/// within `GRAZE_RADIUS` of a target's edge that it does not hit (the first such target
+/// in priority order; bullets that hit anything are not grazes). The grid must have been
+/// built with the graze radius in its padding.
+pub fn find_hits_and_grazes(
+    pool: &BulletPool,
+    team: Team,
+    targets: &[Circle],
+    grid: &Grid,
+    hits: &mut Vec<(usize, u16)>,
+    grazes: Option<&mut Vec<(usize, u16)>>,
+) {
     if targets.is_empty() {
         return;
     }
     if targets.len() <= BRUTE_FORCE_TARGETS {
-        brute_force(pool, team, targets, hits);
+        brute_force(pool, team, targets, hits, grazes);
     } else {
-        gridded(pool, team, targets, grid, hits);
+        gridded(pool, team, targets, grid, hits, grazes);
     }
 }
 
 /// Every bullet against every target, in priority order. (A branch-free version that
 /// computed every bullet's first target for the vectoriser, target by target, was slower:
 /// it reads the arrays once per target, and hits are rare, so these branches predict well.)
-pub(crate) fn brute_force(pool: &BulletPool, team: Team, targets: &[Circle], hits: &mut Vec<(usize, u16)>) {
+pub(crate) fn brute_force(
+    pool: &BulletPool,
+    team: Team,
+    targets: &[Circle],
+    hits: &mut Vec<(usize, u16)>,
+    grazes: Option<&mut Vec<(usize, u16)>>,
+) {
     let n = pool.len();
     let (xs, ys, rs) = (&pool.x[..n], &pool.y[..n], &pool.radius[..n]);
     let (teams, life) = (&pool.team[..n], &pool.life[..n]);
+    let Some(grazes) = grazes else {
+        for i in 0..n {
+            if teams[i] != team || life[i] == 0 {
+                continue;
+            }
+            let (bx, by, br) = (xs[i], ys[i], rs[i]);
+            for (t, c) in targets.iter().enumerate() {
+                let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+                let rr = br + c.r;
+                if dx * dx + dy * dy <= rr * rr {
+                    hits.push((i, t as u16));
+                    break;
+                }
+            }
+        }
+        return;
+    };
     for i in 0..n {
         if teams[i] != team || life[i] == 0 {
             continue;
         }
         let (bx, by, br) = (xs[i], ys[i], rs[i]);
+        let mut graze = u16::MAX;
         for (t, c) in targets.iter().enumerate() {
             let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+            let d2 = dx * dx + dy * dy;
             let rr = br + c.r;
-            if dx * dx + dy * dy <= rr * rr {
+            if d2 <= rr * rr {
                 hits.push((i, t as u16));
+                graze = u16::MAX;
                 break;
             }
+            let gg = rr + GRAZE_RADIUS;
+            if graze == u16::MAX && d2 <= gg * gg {
+                graze = t as u16;
+            }
+        }
+        if graze != u16::MAX {
+            grazes.push((i, graze));
         }
     }
 }
 
 /// Through the grid: each bullet tests only the targets in its own cell.
-pub(crate) fn gridded(pool: &BulletPool, team: Team, targets: &[Circle], grid: &Grid, hits: &mut Vec<(usize, u16)>) {
+pub(crate) fn gridded(
+    pool: &BulletPool,
+    team: Team,
+    targets: &[Circle],
+    grid: &Grid,
+    hits: &mut Vec<(usize, u16)>,
+    mut grazes: Option<&mut Vec<(usize, u16)>>,
+) {
+    let g = if grazes.is_some() { GRAZE_RADIUS } else { 0.0 };
     for i in 0..pool.len() {
         if pool.team[i] != team || pool.life[i] == 0 {
             continue;
         }
         let (bx, by, br) = (pool.x[i], pool.y[i], pool.radius[i]);
+        let mut graze = u16::MAX;
+        let mut hit = false;
         for &t in grid.query(Vec2::new(bx, by)) {
             let c = &targets[t as usize];
             let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+            let d2 = dx * dx + dy * dy;
             let rr = br + c.r;
-            if dx * dx + dy * dy <= rr * rr {
+            if d2 <= rr * rr {
                 hits.push((i, t));
+                hit = true;
                 break;
             }
+            let gg = rr + g;
+            if graze == u16::MAX && g > 0.0 && d2 <= gg * gg {
+                graze = t;
+            }
+        }
+        if let (Some(gz), false, true) = (grazes.as_deref_mut(), hit, graze != u16::MAX) {
+            gz.push((i, graze));
         }
     }
 }
@@ -199,10 +267,25 @@ mod tests {
             let t = &targets[..n];
             grid.build(bounds, t, 12.0);
             let (mut a, mut b) = (Vec::new(), Vec::new());
-            super::brute_force(&pool, Team::Player, t, &mut a);
-            super::gridded(&pool, Team::Player, t, &grid, &mut b);
+            super::brute_force(&pool, Team::Player, t, &mut a, None);
+            super::gridded(&pool, Team::Player, t, &grid, &mut b, None);
             assert!(!a.is_empty(), "{n} targets: some hits");
             assert_eq!(a, b, "{n} targets");
+            // With grazes: the same hits, and the same grazes both ways (the grid padded
+            // by the graze radius), none of them a bullet that hit.
+            grid.build(bounds, t, 12.0 + GRAZE_RADIUS);
+            let (mut a2, mut b2, mut ga, mut gb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            super::brute_force(&pool, Team::Player, t, &mut a2, Some(&mut ga));
+            super::gridded(&pool, Team::Player, t, &grid, &mut b2, Some(&mut gb));
+            assert_eq!((&a2, &b2), (&a, &a), "{n} targets: grazing changes no hit");
+            assert!(!ga.is_empty(), "{n} targets: some grazes");
+            assert_eq!(ga, gb, "{n} targets: grazes");
+            for &(i, tg) in &ga {
+                assert!(!a.iter().any(|&(h, _)| h == i), "a bullet that hit is no graze");
+                let c = &t[tg as usize];
+                let d = pool.pos(i).distance(c.pos);
+                assert!(d > pool.radius[i] + c.r && d <= pool.radius[i] + c.r + GRAZE_RADIUS + 1e-3);
+            }
         }
     }
 }

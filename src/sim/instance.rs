@@ -5,11 +5,11 @@
 use super::bullets::{BulletPool, BulletSpawn, Burst, Team};
 use super::config::*;
 use super::defs::{Behaviour, Defs};
-use super::events::{SimEvent, Target, TransferReason};
-use super::hits::{find_hits, Circle, Grid};
+use super::events::{RunOutcome, RunRow, RunSummary, SimEvent, Target, TransferReason};
+use super::hits::{find_hits, find_hits_and_grazes, Circle, Grid};
 use super::math::Vec2;
-use super::movement::step_player;
-use super::player::{Player, PlayerId, BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use super::movement::step_frame;
+use super::player::{Player, PlayerId, RunStats, BTN_ESCAPE, BTN_FIRE, BTN_FLARE, BTN_FOCUS, BTN_INTERACT};
 use super::rng::Rng;
 use super::script::{BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptMessage, ScriptView, Scripting, ShotCmd};
 use super::Tick;
@@ -110,6 +110,38 @@ pub struct Instance {
     msgs: Vec<ScriptMessage>,
     pviews: Vec<PlayerView>,
     oviews: Vec<OwnerView>,
+    grazes: Vec<(usize, u16)>,
+    /// Who fired each live player bullet (uid -> player, tick), for the run's counts.
+    shooters: std::collections::HashMap<u32, (PlayerId, Tick)>,
+    /// The run (dungeons only): when it began, the party it was scaled for, who took part
+    /// and left before its end, and whether it has ended.
+    run: Run,
+}
+
+/// A dungeon run's book-keeping.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    pub started: Option<Tick>,
+    /// Players in the instance when the first wave came (enemy and boss HP scale by it).
+    pub party: u32,
+    /// Rows of players who left before the end (their part still counts for the team).
+    pub departed: Vec<RunRow>,
+    pub ended: Option<RunOutcome>,
+    /// Ticks until the players are sent to the hub after a failed run.
+    pub fail_timer: u32,
+    pub boss_killed: bool,
+}
+
+/// A player's score from their run counts (`clear`: the run was cleared).
+pub fn player_score(st: &RunStats, flares_left: u8, clear: bool) -> u32 {
+    let mut s = st.kills * SCORE_KILL + st.grazes * SCORE_GRAZE;
+    if clear {
+        s += flares_left as u32 * SCORE_FLARE_LEFT;
+        if st.hits_taken == 0 {
+            s += SCORE_NO_HIT;
+        }
+    }
+    s
 }
 
 fn v2(a: [f32; 2]) -> Vec2 {
@@ -162,7 +194,19 @@ impl Instance {
             msgs: Vec::new(),
             pviews: Vec::new(),
             oviews: Vec::new(),
+            grazes: Vec::new(),
+            shooters: std::collections::HashMap::new(),
+            run: Run::default(),
         }
+    }
+
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// HP multiplier for the party that entered.
+    fn party_scale(&self) -> f32 {
+        1.0 + PARTY_HP_PER_PLAYER * self.run.party.saturating_sub(1) as f32
     }
 
     pub fn is_hub(&self) -> bool {
@@ -185,17 +229,79 @@ impl Instance {
         self.scripts.task_count()
     }
 
-    /// Places an arriving player at the spawn point with fresh spawn grace.
+    /// Places an arriving player at the spawn point with fresh spawn grace. In a dungeon a
+    /// newcomer starts their part of the run (a late joiner shares it from here).
     pub fn arrive(&mut self, mut p: Player) {
         let n = self.players.len() as f32;
         let offset = Vec2::new((n - 1.5) * 24.0, 0.0);
         p.arrive(self.spawn + offset);
+        if !self.is_hub() {
+            p.start_run();
+            self.run.started.get_or_insert(0);
+        }
         self.players.push(p);
     }
 
+    /// Takes a player out of the instance. One who leaves a dungeon run before its end
+    /// (escape, or out and gone) is told the run was abandoned for them; their part
+    /// stays in the team's summary.
     pub fn take_player(&mut self, id: PlayerId) -> Option<Player> {
         let i = self.players.iter().position(|p| p.id == id)?;
-        Some(self.players.remove(i))
+        let p = self.players.remove(i);
+        if !self.is_hub() && self.run.ended.is_none() {
+            let row = self.row(&p, false);
+            self.run.departed.push(row.clone());
+            self.step_events.push(SimEvent::RunEnded {
+                instance: self.id,
+                to: vec![p.id],
+                summary: RunSummary {
+                    dungeon: self.dungeon().unwrap_or_default().to_string(),
+                    outcome: RunOutcome::Abandoned,
+                    ticks: self.age,
+                    team_score: row.score,
+                    rows: vec![row],
+                },
+            });
+        }
+        Some(p)
+    }
+
+    fn row(&self, p: &Player, clear: bool) -> RunRow {
+        RunRow {
+            id: p.id,
+            name: p.name.clone(),
+            score: player_score(&p.stats, p.flares, clear),
+            stats: p.stats,
+            out: p.out,
+        }
+    }
+
+    /// Ends the run: every participant still here gets the summary.
+    fn end_run(&mut self, outcome: RunOutcome, events: &mut Vec<SimEvent>) {
+        if self.run.ended.is_some() || self.is_hub() {
+            return;
+        }
+        self.run.ended = Some(outcome);
+        let clear = outcome == RunOutcome::Cleared;
+        let mut rows: Vec<RunRow> = self.players.iter().map(|p| self.row(p, clear)).collect();
+        rows.extend(self.run.departed.iter().cloned());
+        let mut team: u32 = rows.iter().map(|r| r.score).sum();
+        if clear {
+            team += SCORE_BOSS;
+            let secs = self.age / TICK_RATE;
+            team += DEFAULT_PAR_SECONDS.saturating_sub(secs) * SCORE_PER_SECOND_UNDER_PAR;
+        }
+        events.push(SimEvent::RunEnded {
+            instance: self.id,
+            to: self.players.iter().map(|p| p.id).collect(),
+            summary: RunSummary {
+                dungeon: self.dungeon().unwrap_or_default().to_string(),
+                outcome,
+                ticks: self.age,
+                team_score: team,
+                rows,
+            },
+        });
     }
 
     /// Skips the waves and brings the boss in now (benchmarks, tests, the validator).
@@ -224,19 +330,32 @@ impl Instance {
     fn step_players(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         let hub = self.is_hub();
         let portals = if hub { defs.portals() } else { Vec::new() };
+        let mut flares: Vec<(PlayerId, Vec2)> = Vec::new();
         for i in 0..self.players.len() {
             let inp = self.players[i].take_input(tick);
             let p = &mut self.players[i];
+            p.focus = inp.held(BTN_FOCUS);
+            let flare_pressed = inp.held(BTN_FLARE) && !p.flare_held;
+            p.flare_held = inp.held(BTN_FLARE);
             if p.dead {
                 p.dead_ticks = p.dead_ticks.saturating_add(1);
-                // The respawn lockout lives here, whatever the client sends.
-                if inp.held(BTN_ESCAPE) && p.dead_ticks >= RESPAWN_LOCKOUT_TICKS {
+                if p.downed > 0 {
+                    p.downed -= 1;
+                    if p.downed == 0 {
+                        p.out = true;
+                        p.revive = 0;
+                        events.push(SimEvent::PlayerOut { instance: self.id, player: p.id });
+                    }
+                }
+                // Out of the run (never while downed: a teammate may still come), a player
+                // may leave for the hub once the lockout has passed, whatever the client sends.
+                if p.downed == 0 && inp.held(BTN_ESCAPE) && p.dead_ticks >= RESPAWN_LOCKOUT_TICKS {
                     requests.push(Request::ToHub(p.id, TransferReason::LeftAfterDeath));
                 }
                 continue;
             }
             p.grace = p.grace.saturating_sub(1);
-            p.pos = step_player(p.pos, inp.mv, self.arena);
+            p.pos = step_frame(p.pos, &inp, self.arena);
             if inp.aim.is_finite() {
                 p.aim = inp.aim.rem_euclid(360.0);
             }
@@ -262,9 +381,15 @@ impl Instance {
             } else {
                 p.escape = 0;
             }
+            if flare_pressed && !hub && p.flares > 0 && self.run.ended.is_none() {
+                p.flares -= 1;
+                p.stats.flares_used += 1;
+                flares.push((p.id, p.pos));
+            }
             p.fire_cooldown = p.fire_cooldown.saturating_sub(1);
             if inp.held(BTN_FIRE) && p.grace == 0 && p.fire_cooldown == 0 {
-                p.fire_cooldown = PLAYER_FIRE_COOLDOWN_TICKS;
+                let focus = p.focus;
+                p.fire_cooldown = if focus { FOCUS_FIRE_COOLDOWN_TICKS } else { PLAYER_FIRE_COOLDOWN_TICKS };
                 let dir = Vec2::from_angle_deg(p.aim);
                 let shot = ShotCmd {
                     pos: p.pos + dir * PLAYER_MUZZLE_OFFSET,
@@ -278,7 +403,118 @@ impl Instance {
                     max_speed: f32::INFINITY,
                     damage: self.player_damage,
                 };
-                self.spawn_bullet(tick, &shot, Team::Player, events);
+                let first = self.next_uid;
+                let shooter = p.id;
+                if focus || hub {
+                    self.spawn_bullet(tick, &shot, Team::Player, events);
+                } else {
+                    // Unfocused: a fan, one event.
+                    let deg = FAN_SPREAD_DEG * (FAN_SHOTS - 1) as f32;
+                    let fan = BurstCmd {
+                        shot: ShotCmd { angle: shot.angle - deg / 2.0, ..shot },
+                        count: FAN_SHOTS,
+                        span: (deg * super::bullets::grid::ANGLE) as u32,
+                        div: FAN_SHOTS - 1,
+                        offset: 0.0,
+                    };
+                    self.spawn_burst_of(tick, &fan, Team::Player, events);
+                }
+                if !hub {
+                    for uid in first..self.next_uid {
+                        self.shooters.insert(uid, (shooter, tick));
+                    }
+                }
+            }
+        }
+        if self.shooters.len() > 4096 {
+            let oldest = tick.saturating_sub(PLAYER_BULLET_LIFETIME as Tick + 1);
+            self.shooters.retain(|_, (_, t)| *t >= oldest);
+        }
+        for (id, at) in flares {
+            self.flare(tick, id, at, events);
+        }
+        if !hub {
+            self.revive_downed(events);
+        }
+    }
+
+    /// A flare: enemy bullets within its radius gone (the replica clears the same ones
+    /// from the one event), and damage to enemies and the boss within it.
+    fn flare(&mut self, tick: Tick, player: PlayerId, at: Vec2, events: &mut Vec<SimEvent>) {
+        for i in self.bullets.flare_slots(at, tick) {
+            self.bullets.kill(i);
+        }
+        self.bullets.compact();
+        events.push(SimEvent::Flare { instance: self.id, player, pos: at, tick });
+        let r = FLARE_RADIUS;
+        let mut dealt = 0;
+        let mut kills = 0;
+        for e in self.enemies.iter_mut() {
+            if e.hp > 0 && e.pos.distance(at) <= r + e.radius {
+                let amount = FLARE_DAMAGE.min(e.hp);
+                e.hp -= FLARE_DAMAGE;
+                dealt += amount;
+                if e.hp <= 0 {
+                    e.hp = 0;
+                    kills += 1;
+                    self.scripts.stop(Owner::Enemy(e.id), None);
+                    events.push(SimEvent::Death { instance: self.id, target: Target::Enemy(e.id) });
+                }
+            }
+        }
+        self.enemies.retain(|e| e.hp > 0);
+        let mut boss_dead = false;
+        if let Some(b) = &mut self.boss {
+            if b.hp > 0 && b.pos.distance(at) <= r + b.radius {
+                let amount = FLARE_DAMAGE.min(b.hp);
+                b.hp -= FLARE_DAMAGE;
+                dealt += amount;
+                if b.hp <= 0 {
+                    b.hp = 0;
+                    boss_dead = true;
+                }
+            }
+        }
+        if let Some(p) = self.players.iter_mut().find(|p| p.id == player) {
+            p.stats.damage += dealt.max(0) as u32;
+            p.stats.kills += kills;
+        }
+        if boss_dead {
+            self.boss_died(events);
+        }
+    }
+
+    /// Downed players: a living teammate close enough for long enough brings them back.
+    fn revive_downed(&mut self, events: &mut Vec<SimEvent>) {
+        for i in 0..self.players.len() {
+            if self.players[i].downed == 0 {
+                continue;
+            }
+            let at = self.players[i].pos;
+            let helper = self
+                .players
+                .iter()
+                .filter(|q| q.alive() && !q.linkdead && q.pos.distance(at) <= REVIVE_RANGE)
+                .map(|q| q.id)
+                .min();
+            let p = &mut self.players[i];
+            match helper {
+                Some(by) => {
+                    p.revive += 1;
+                    if p.revive >= REVIVE_TICKS {
+                        p.dead = false;
+                        p.downed = 0;
+                        p.revive = 0;
+                        p.hp = REVIVE_HP;
+                        p.grace = REVIVE_GRACE_TICKS;
+                        let id = p.id;
+                        if let Some(h) = self.players.iter_mut().find(|q| q.id == by) {
+                            h.stats.revives += 1;
+                        }
+                        events.push(SimEvent::Revived { instance: self.id, player: id, by });
+                    }
+                }
+                None => p.revive = 0,
             }
         }
     }
@@ -456,6 +692,11 @@ impl Instance {
     /// Spawns a ring, fan or volley of enemy bullets: one event, expanded by the same code
     /// on every client. Fewer bullets than asked when the instance is near its cap.
     pub fn spawn_burst(&mut self, tick: Tick, b: &BurstCmd, events: &mut Vec<SimEvent>) {
+        self.spawn_burst_of(tick, b, Team::Enemy, events)
+    }
+
+    /// A burst of one team's bullets (players fire fans this way).
+    pub fn spawn_burst_of(&mut self, tick: Tick, b: &BurstCmd, team: Team, events: &mut Vec<SimEvent>) {
         let room = MAX_BULLETS_PER_INSTANCE.saturating_sub(self.bullets.len());
         let count = (b.count as usize).min(room).min(Burst::MAX_COUNT as usize) as u16;
         self.bullets_refused += b.count as u64 - count as u64;
@@ -471,7 +712,7 @@ impl Instance {
             radius: s.radius,
             lifetime: s.lifetime,
             kind: s.kind,
-            team: Team::Enemy,
+            team,
             accel: s.accel,
             turn: s.turn,
             max_speed: s.max_speed,
@@ -499,12 +740,13 @@ impl Instance {
         self.next_enemy += 1;
         let r = d.radius;
         let pos = keep_inside(pos, r, self.arena);
+        let hp = ((d.hp as f32 * self.party_scale()).round() as i32).max(1);
         self.enemies.push(Enemy {
             id: eid,
             def: id.to_string(),
             pos,
-            hp: d.hp,
-            max_hp: d.hp,
+            hp,
+            max_hp: hp,
             radius: r,
             behaviour: d.behaviour,
             speed: d.speed,
@@ -523,11 +765,19 @@ impl Instance {
         let dd = &defs.dungeons[&dungeon];
         let Some(bd) = defs.bosses.get(&dd.boss) else { return };
         self.boss_spawned = true;
+        if self.run.party == 0 {
+            self.run.party = self.players.len() as u32;
+        }
+        let hp = ((bd.hp as f32 * self.party_scale()).round() as i32).max(1);
+        // Everyone standing meets the boss at full health.
+        for p in self.players.iter_mut().filter(|p| p.alive()) {
+            p.hp = PLAYER_MAX_HP;
+        }
         self.boss = Some(Boss {
             def: bd.id.clone(),
             pos: v2(dd.boss_pos),
-            hp: bd.hp,
-            max_hp: bd.hp,
+            hp,
+            max_hp: hp,
             radius: bd.radius,
             phase: 0,
             move_to: None,
@@ -559,7 +809,8 @@ impl Instance {
         // overlap the brute-force path would find.
         let pad = self.max_bullet_radius + 1.0;
         let use_grid = |n: usize| n > crate::sim::hits::BRUTE_FORCE_TARGETS;
-        // Enemy bullets against vulnerable players.
+        // Enemy bullets against vulnerable players, and in the same pass the grazes of
+        // those that pass close without hitting.
         self.targets.clear();
         self.target_ids.clear();
         for p in &self.players {
@@ -569,21 +820,45 @@ impl Instance {
             }
         }
         self.hits.clear();
+        self.grazes.clear();
+        let grazing = !self.is_hub();
         if !self.targets.is_empty() {
             if use_grid(self.targets.len()) {
-                self.grid.build(self.arena, &self.targets, pad);
+                self.grid.build(self.arena, &self.targets, pad + if grazing { GRAZE_RADIUS } else { 0.0 });
             }
-            find_hits(&self.bullets, Team::Enemy, &self.targets, &self.grid, &mut self.hits);
+            let g = if grazing { Some(&mut self.grazes) } else { None };
+            find_hits_and_grazes(&self.bullets, Team::Enemy, &self.targets, &self.grid, &mut self.hits, g);
         }
+        for k in 0..self.grazes.len() {
+            let (bi, ti) = self.grazes[k];
+            let Target::Player(pid) = self.target_ids[ti as usize] else { continue };
+            let bit = 1u64 << (pid % 64);
+            if self.bullets.grazed[bi] & bit != 0 {
+                continue;
+            }
+            self.bullets.grazed[bi] |= bit;
+            if let Some(p) = self.players.iter_mut().find(|p| p.id == pid) {
+                p.graze();
+            }
+        }
+        let mut downed_any = false;
         for k in 0..self.hits.len() {
             let (bi, ti) = self.hits[k];
             let Target::Player(pid) = self.target_ids[ti as usize] else { continue };
+            let grazed_it = self.bullets.grazed[bi] & (1u64 << (pid % 64)) != 0;
+            let teammates = self.players.iter().filter(|q| q.id != pid && q.alive()).count();
             let Some(p) = self.players.iter_mut().find(|p| p.id == pid) else { continue };
             if p.dead {
                 continue;
             }
+            if grazed_it {
+                // It grazed, then hit: no graze after all.
+                p.stats.grazes = p.stats.grazes.saturating_sub(1);
+                p.graze_charge = p.graze_charge.saturating_sub(1);
+            }
             let dmg = self.bullets.damage[bi];
             p.hp -= dmg;
+            p.stats.hits_taken += 1;
             let uid = self.bullets.uid[bi];
             self.bullets.kill(bi);
             events.push(SimEvent::BulletHit {
@@ -598,8 +873,25 @@ impl Instance {
                 p.dead = true;
                 p.dead_ticks = 0;
                 p.escape = 0;
+                p.stats.downs += 1;
                 events.push(SimEvent::Death { instance: self.id, target: Target::Player(pid) });
+                if self.kind != InstanceKind::Hub {
+                    if teammates > 0 {
+                        // Downed: a teammate may still come.
+                        p.downed = DOWNED_TICKS;
+                        p.revive = 0;
+                    } else {
+                        p.out = true;
+                        events.push(SimEvent::PlayerOut { instance: self.id, player: pid });
+                    }
+                    downed_any = true;
+                }
             }
+        }
+        if downed_any && self.run.ended.is_none() && self.players.iter().all(|p| p.dead) {
+            // Nobody is left standing to revive anyone: the run has failed.
+            self.end_run(RunOutcome::Failed, events);
+            self.run.fail_timer = RESPAWN_LOCKOUT_TICKS + 1;
         }
         // Player bullets against the boss first, then enemies.
         self.targets.clear();
@@ -648,11 +940,18 @@ impl Instance {
                 Target::Player(_) => continue,
             };
             let died = *hp <= 0;
+            let dealt = (amount + (*hp).min(0)).max(0) as u32;
             if died {
                 *hp = 0;
             }
             let hp_now = *hp;
             let uid = self.bullets.uid[bi];
+            if let Some((shooter, _)) = self.shooters.remove(&uid) {
+                if let Some(p) = self.players.iter_mut().find(|p| p.id == shooter) {
+                    p.stats.damage += dealt;
+                    p.stats.kills += (died && matches!(target, Target::Enemy(_))) as u32;
+                }
+            }
             self.bullets.kill(bi);
             events.push(SimEvent::BulletHit { instance: self.id, uid, target, amount, hp: hp_now });
             match target {
@@ -719,10 +1018,22 @@ impl Instance {
         self.cleared = true;
         self.clear_timer = CLEAR_DELAY_TICKS;
         events.push(SimEvent::InstanceCleared { instance: self.id });
+        self.run.boss_killed = true;
+        self.end_run(RunOutcome::Cleared, events);
     }
 
     fn progress(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         let Some(dungeon) = self.dungeon().map(str::to_string) else { return };
+        if self.run.ended == Some(RunOutcome::Failed) {
+            self.run.fail_timer = self.run.fail_timer.saturating_sub(1);
+            if self.run.fail_timer == 0 {
+                for p in &self.players {
+                    requests.push(Request::ToHub(p.id, TransferReason::Failed));
+                }
+                self.run.fail_timer = u32::MAX;
+            }
+            return;
+        }
         if self.cleared {
             self.clear_timer = self.clear_timer.saturating_sub(1);
             if self.clear_timer == 0 {
@@ -736,10 +1047,22 @@ impl Instance {
             return;
         }
         let d = &defs.dungeons[&dungeon];
+        if self.wave_wait == 0 && self.next_wave > 0 && self.next_wave != usize::MAX {
+            // A wave was just cleared: those standing heal a quarter and gain a flare.
+            for p in self.players.iter_mut().filter(|p| p.alive()) {
+                p.hp = (p.hp + WAVE_HEAL).min(PLAYER_MAX_HP);
+                p.add_flare();
+            }
+            events.push(SimEvent::WaveCleared { instance: self.id, wave: self.next_wave as u32 });
+        }
         self.wave_wait += 1;
         if self.next_wave < d.waves.len() {
             let w = &d.waves[self.next_wave];
             if self.wave_wait >= w.delay {
+                if self.next_wave == 0 {
+                    // The party this run is scaled for: who came in before the first wave.
+                    self.run.party = self.players.len() as u32;
+                }
                 self.wave_wait = 0;
                 self.next_wave += 1;
                 for s in w.spawns.clone() {

@@ -1,8 +1,9 @@
 //! Player movement: the one function the server steps and the client replays when it
 //! predicts, so prediction and authority cannot disagree about the rules.
 
-use super::config::{PLAYER_HITBOX_RADIUS, PLAYER_SPEED};
+use super::config::{FOCUS_SPEED, PLAYER_HITBOX_RADIUS, PLAYER_SPEED};
 use super::math::Vec2;
+use super::player::{InputFrame, BTN_FOCUS};
 
 /// Clamps a move vector to the unit disc; non-finite input means "not moving".
 pub fn sanitize_move(v: Vec2) -> Vec2 {
@@ -10,6 +11,13 @@ pub fn sanitize_move(v: Vec2) -> Vec2 {
         return Vec2::ZERO;
     }
     v.clamp_unit()
+}
+
+/// One tick of a frame's movement: focus (held) moves at `FOCUS_SPEED`. The server steps
+/// players with this and the client replays its frames through it.
+pub fn step_frame(pos: Vec2, f: &InputFrame, bounds: Vec2) -> Vec2 {
+    let mv = if f.held(BTN_FOCUS) { sanitize_move(f.mv) * FOCUS_SPEED } else { f.mv };
+    step_player(pos, mv, bounds)
 }
 
 /// One tick of movement inside an arena of `bounds` (width, height).

@@ -12,8 +12,24 @@ pub type PlayerId = u32;
 pub const BTN_FIRE: u8 = 1;
 pub const BTN_INTERACT: u8 = 2;
 pub const BTN_ESCAPE: u8 = 4;
+/// Held: slower movement, a narrower and denser stream of shots, the hitbox shown.
+pub const BTN_FOCUS: u8 = 8;
+/// Pressed (held after a tick without it): fire a flare if one is held.
+pub const BTN_FLARE: u8 = 16;
 /// Every button bit that means something; others are ignored.
-pub const BTN_MASK: u8 = BTN_FIRE | BTN_INTERACT | BTN_ESCAPE;
+pub const BTN_MASK: u8 = BTN_FIRE | BTN_INTERACT | BTN_ESCAPE | BTN_FOCUS | BTN_FLARE;
+
+/// What a player did in the current run (reset when they enter a dungeon).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    pub damage: u32,
+    pub kills: u32,
+    pub grazes: u32,
+    pub hits_taken: u32,
+    pub downs: u32,
+    pub revives: u32,
+    pub flares_used: u32,
+}
 
 /// One tick of a player's intent. Nothing else a client says reaches the simulation.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -66,6 +82,20 @@ pub struct Player {
     pub escape: u32,
     /// The connection is gone: the body stays, treated as holding escape.
     pub linkdead: bool,
+    /// Downed (`dead` too): ticks left before the player is out; 0 when not downed.
+    pub downed: u32,
+    /// Ticks a teammate has stood close to this downed player.
+    pub revive: u32,
+    /// Out of this run (`dead` too) until it ends: watching the others.
+    pub out: bool,
+    /// Focus held this tick.
+    pub focus: bool,
+    /// Flares held, and grazes toward the next one.
+    pub flares: u8,
+    pub graze_charge: u32,
+    /// Whether the flare button was held last tick (a flare fires on the press).
+    pub flare_held: bool,
+    pub stats: RunStats,
     pub queue: VecDeque<InputFrame>,
     pub held: InputFrame,
     /// Tick the held input was last refreshed by a real frame.
@@ -92,6 +122,14 @@ impl Player {
             dead_ticks: 0,
             escape: 0,
             linkdead: false,
+            downed: 0,
+            revive: 0,
+            out: false,
+            focus: false,
+            flares: START_FLARES,
+            graze_charge: 0,
+            flare_held: false,
+            stats: RunStats::default(),
             queue: VecDeque::new(),
             held: InputFrame::default(),
             held_at: 0,
@@ -111,6 +149,30 @@ impl Player {
         self.dead_ticks = 0;
         self.escape = 0;
         self.fire_cooldown = 0;
+        self.downed = 0;
+        self.revive = 0;
+        self.out = false;
+    }
+
+    /// A new run: flares and the run's counts start over.
+    pub fn start_run(&mut self) {
+        self.flares = START_FLARES;
+        self.graze_charge = 0;
+        self.stats = RunStats::default();
+    }
+
+    /// Scores a graze: charges flares.
+    pub fn graze(&mut self) {
+        self.stats.grazes += 1;
+        self.graze_charge += 1;
+        if self.graze_charge >= GRAZES_PER_FLARE {
+            self.graze_charge = 0;
+            self.add_flare();
+        }
+    }
+
+    pub fn add_flare(&mut self) {
+        self.flares = (self.flares + 1).min(MAX_FLARES);
     }
 
     /// The single audit point for client input.
