@@ -155,6 +155,17 @@ pub(crate) fn brute_force(
             continue;
         }
         let (bx, by, br) = (xs[i], ys[i], rs[i]);
+        // Most bullets are far from every target: one branch-free test against the graze
+        // distance of each, and only the few near one look closer.
+        let mut near = false;
+        for c in targets {
+            let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+            let gg = br + c.r + GRAZE_RADIUS;
+            near |= dx * dx + dy * dy <= gg * gg;
+        }
+        if !near {
+            continue;
+        }
         let mut graze = u16::MAX;
         for (t, c) in targets.iter().enumerate() {
             let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
