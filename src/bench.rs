@@ -744,6 +744,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         portal_radius: 28.0,
         flashes: &[],
         bursts: &[],
+        flares: &[],
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

@@ -144,6 +144,7 @@ impl Attract {
             portal_radius: 0.0,
             flashes: &[],
             bursts: &[],
+            flares: &[],
         };
         scene::build(&view, &self.palette, out);
         // Behind the menus: darker, without the white-hot cores.

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::settings::{Action, Settings};
 use crate::client::InputSample;
-use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_FLARE, BTN_FOCUS, BTN_INTERACT};
 use crate::sim::Vec2;
 
 pub fn key_name(code: winit::keyboard::KeyCode) -> String {
@@ -307,6 +307,12 @@ impl InputState {
         }
         if on(Action::Interact) {
             buttons |= BTN_INTERACT;
+        }
+        if on(Action::Focus) {
+            buttons |= BTN_FOCUS;
+        }
+        if on(Action::Flare) {
+            buttons |= BTN_FLARE;
         }
         if on(Action::Escape) || self.synthetic_escape {
             buttons |= BTN_ESCAPE;

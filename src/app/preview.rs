@@ -42,6 +42,7 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
         portal_radius: looks.hub.portal_radius,
         flashes: &[],
         bursts: &[],
+        flares: &[],
     };
     out.clear();
     scene::build(&view, &palette, out);
@@ -70,6 +71,10 @@ pub fn hud_state(p: &Preview) -> HudState {
     HudState {
         damage: Vec::new(),
         health_bars: Vec::new(),
+        downed: None,
+        out: false,
+        run: None,
+        summary: None,
         hp: 100,
         max_hp: 100,
         dead: false,

@@ -10,7 +10,8 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
-pub const SCENES: [&str; 6] = ["bullets", "boss_hud", "death", "hit", "title", "settings"];
+pub const SCENES: [&str; 10] =
+    ["bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare"];
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
@@ -160,6 +161,10 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         name_tags: Vec::new(),
         damage: Vec::new(),
         health_bars: Vec::new(),
+        downed: None,
+        out: false,
+        run: None,
+        summary: None,
     };
     Fixture {
         arena: i.arena,
@@ -175,6 +180,79 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         }),
         hud: Some(hud),
     }
+}
+
+/// The game's rules on screen, in the Warden's fight: "summary" (a cleared run's summary
+/// over it), "downed" (the own ship downed, a teammate reviving it), "focus" (the own ship
+/// focused: the graze ring, and the flares and score in the corner), "flare" (one going
+/// off: the enemy bullets around the ship cleared as the server would).
+fn run_scene(content: &Content, name: &str) -> Fixture {
+    use crate::protocol::messages::{F_DEAD, F_DOWNED, F_FOCUS};
+    use crate::sim::events::{RunOutcome, RunRow, RunSummary};
+    use crate::sim::player::RunStats;
+    let mut f = boss_fight(content, false);
+    let own = f.players.iter().find(|p| p.id == 1).map_or(f.arena * 0.5, |p| p.pos);
+    let status = crate::client::RunStatus { flares: 1, charge: 26, grazes: 146, score: 3_960 };
+    let hud = f.hud.as_mut().expect("the fight has a HUD");
+    hud.run = Some(status);
+    match name {
+        "summary" => {
+            // The boss is down, its bullets cancelled, the players still in the arena.
+            f.boss = None;
+            hud.boss = None;
+            hud.escape = 0.0;
+            hud.net = None;
+            hud.notices.clear();
+            f.bullets.clear();
+            let row = |id, name: &str, score, damage, kills, grazes, hits, downs, revives, flares| RunRow {
+                id,
+                name: name.into(),
+                score,
+                stats: RunStats { damage, kills, grazes, hits_taken: hits, downs, revives, flares_used: flares },
+                out: false,
+            };
+            hud.summary = Some(RunSummary {
+                dungeon: "warden_keep".into(),
+                outcome: RunOutcome::Cleared,
+                ticks: 2 * 60 * 60 + 14 * 60 + 30,
+                team_score: 18_240,
+                rows: vec![
+                    row(1, "Zoë", 6_350, 4_120, 9, 146, 3, 1, 0, 2),
+                    row(2, "Kasimir", 4_890, 3_380, 7, 98, 5, 0, 1, 1),
+                ],
+            });
+        }
+        "downed" => {
+            hud.hp = 0;
+            hud.dead = true;
+            hud.downed = Some((7, 0.55));
+            for p in f.players.iter_mut() {
+                if p.id == 1 {
+                    p.flags = F_DEAD | F_DOWNED;
+                    p.hp = 7;
+                    p.escape = 66;
+                } else {
+                    p.pos = own + Vec2::new(30.0, 10.0);
+                }
+            }
+        }
+        "focus" => {
+            for p in f.players.iter_mut().filter(|p| p.id == 1) {
+                p.flags |= F_FOCUS;
+            }
+        }
+        _ => {
+            // The flare's clearing, as the server does it (the field's bullets were
+            // spawned before the flare's tick).
+            let tick = f.bullets.spawn_tick.iter().copied().max().unwrap_or(0) + 1;
+            for i in f.bullets.flare_slots(own, tick) {
+                f.bullets.kill(i);
+            }
+            f.bullets.compact();
+            hud.run = Some(crate::client::RunStatus { flares: 0, ..status });
+        }
+    }
+    f
 }
 
 /// The title screen (its live fight 20 s in) or the settings page (the Controls section,
@@ -218,6 +296,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         "bullets" => bullet_field(content),
         "boss_hud" => boss_fight(content, false),
         "death" | "hit" => boss_fight(content, name == "death"),
+        "summary" | "downed" | "focus" | "flare" => run_scene(content, name),
         other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
     };
     let looks = crate::sim::ClientDefs::from_defs(&content.defs);
@@ -246,6 +325,12 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     } else {
         (Vec::new(), Vec::new())
     };
+    // "flare": one going off around the own ship, a third of the way out.
+    let flares: Vec<(Vec2, f32)> = if name == "flare" {
+        f.players.iter().filter(|p| p.id == 1).map(|p| (p.pos, 0.45)).collect()
+    } else {
+        Vec::new()
+    };
     let view = scene::WorldView {
         arena: f.arena,
         bullets: &f.bullets,
@@ -262,6 +347,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         portal_radius: looks.hub.portal_radius,
         flashes: &flashes,
         bursts: &bursts,
+        flares: &flares,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

@@ -12,7 +12,7 @@ use crate::client::{Client, ClientEvent};
 use crate::content::Content;
 use crate::net::Transport;
 use crate::protocol::content::{ClientContent, ContentCache, ContentDigest};
-use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD};
+use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD, F_DOWNED, F_OUT};
 use crate::server::listen::ListenServer;
 use crate::sim::{Vec2, PLAYER_MAX_HP, RESPAWN_LOCKOUT_TICKS, TICK_RATE};
 
@@ -466,6 +466,9 @@ impl Session {
         let (flash, burst) = if look.reduced_flashing { (0.35, 0.5) } else { (1.0, 1.0) };
         let flashes: Vec<(WireTarget, f32)> =
             self.flashes.iter().map(|(w, t)| (*w, (1.0 - t.elapsed().as_secs_f32() / FLASH_SECONDS) * flash)).collect();
+        self.flares_seen.retain(|(_, t)| t.elapsed().as_secs_f32() < 0.6);
+        let flares: Vec<(Vec2, f32)> =
+            self.flares_seen.iter().map(|(p, t)| (*p, t.elapsed().as_secs_f32() / 0.6)).collect();
         let bursts: Vec<crate::app::render::scene::DeathBurst> = self
             .bursts
             .iter()
@@ -491,6 +494,7 @@ impl Session {
             portal_radius: defs.hub.portal_radius,
             flashes: &flashes,
             bursts: &bursts,
+            flares: &flares,
         };
         scene::build(&view, palette, out);
         scene::apply_look(out, look.low_effects, look.bullet_outline);
@@ -634,7 +638,7 @@ impl Session {
             self.banner = None;
         }
         HudState {
-            hp: own.map_or(PLAYER_MAX_HP, |o| o.hp as i32),
+            hp: own.map_or(PLAYER_MAX_HP, |o| if o.flags & F_DOWNED != 0 { 0 } else { o.hp as i32 }),
             max_hp: PLAYER_MAX_HP,
             dead: own.is_some_and(|o| o.flags & F_DEAD != 0),
             lockout_left: self.lockout_left(),
@@ -664,6 +668,12 @@ impl Session {
             name_tags,
             damage,
             health_bars,
+            downed: own
+                .filter(|o| o.flags & F_DOWNED != 0)
+                .map(|o| (o.hp as u32, o.escape as f32 / crate::sim::config::REVIVE_TICKS as f32)),
+            out: own.is_some_and(|o| o.flags & F_OUT != 0),
+            run: v.is_some_and(|v| !v.dungeon.is_empty()).then_some(c.run),
+            summary: c.summary.clone(),
         }
     }
 

@@ -18,6 +18,10 @@ pub enum Action {
     MoveLeft,
     MoveRight,
     Fire,
+    /// Hold: slower, a narrower and denser stream of shots, the hitbox shown.
+    Focus,
+    /// Press: a flare clears the enemy bullets around the ship.
+    Flare,
     Interact,
     /// Hold to escape from a dungeon (and to leave after death).
     Escape,
@@ -27,12 +31,14 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 10] = [
+    pub const ALL: [Action; 12] = [
         Action::MoveUp,
         Action::MoveDown,
         Action::MoveLeft,
         Action::MoveRight,
         Action::Fire,
+        Action::Focus,
+        Action::Flare,
         Action::Interact,
         Action::Escape,
         Action::Menu,
@@ -47,6 +53,8 @@ impl Action {
             Action::MoveLeft => "Move left",
             Action::MoveRight => "Move right",
             Action::Fire => "Fire",
+            Action::Focus => "Focus (slow, dense shots, hitbox shown)",
+            Action::Flare => "Flare (clears bullets around you)",
             Action::Interact => "Interact (portals)",
             Action::Escape => "Escape to the hub / leave after death",
             Action::Menu => "Menu",
@@ -68,6 +76,8 @@ pub fn default_bindings() -> Bindings {
         b(Action::MoveLeft, &["KeyA", "ArrowLeft", "PadDPadLeft"]),
         b(Action::MoveRight, &["KeyD", "ArrowRight", "PadDPadRight"]),
         b(Action::Fire, &["MouseLeft", "Space", "PadRightTrigger2", "PadRightTrigger"]),
+        b(Action::Focus, &["ShiftLeft", "PadLeftTrigger"]),
+        b(Action::Flare, &["KeyX", "MouseRight", "PadWest"]),
         b(Action::Interact, &["KeyE", "PadSouth"]),
         b(Action::Escape, &["KeyF", "PadEast"]),
         b(Action::Menu, &["Escape", "PadStart"]),

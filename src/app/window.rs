@@ -664,6 +664,9 @@ impl App {
             if hud_action == Some(hud::HudAction::ReturnToHub) {
                 s.returning = true;
             }
+            if hud_action == Some(hud::HudAction::DismissSummary) {
+                s.client.summary = None;
+            }
             match game_action {
                 Some(menu::GameMenuAction::Resume) => s.menu_open = false,
                 Some(menu::GameMenuAction::Settings) => {

@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN_GRACE};
+use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_DOWNED, F_FOCUS, F_SPAWN_GRACE};
 use crate::sim::defs::Shape;
 use crate::sim::{BulletPool, ClientDefs, Team, Vec2};
 
@@ -210,6 +210,8 @@ pub struct WorldView<'a> {
     pub flashes: &'a [(crate::protocol::WireTarget, f32)],
     /// Death bursts in progress.
     pub bursts: &'a [DeathBurst],
+    /// Flares going off: where, and how far along (0..1).
+    pub flares: &'a [(Vec2, f32)],
 }
 
 /// A short burst where something died (drawn by the client only; no gameplay).
@@ -327,6 +329,50 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 ..Default::default()
             });
         }
+        // Focused: the graze ring (bullets passing inside it, without touching the dot,
+        // charge flares).
+        if p.flags & F_FOCUS != 0 {
+            let g = hb + crate::sim::config::GRAZE_RADIUS;
+            out.push(Sprite {
+                pos: [pos.x, pos.y],
+                size: [g, g],
+                color: [0.7, 0.95, 1.0, 0.45],
+                params: [SH_RING, 0.1, 0.0, 0.0],
+                ..Default::default()
+            });
+        }
+        // Downed: the circle a teammate must stand in, filling as they revive.
+        if p.flags & F_DOWNED != 0 {
+            let reach = crate::sim::config::REVIVE_RANGE;
+            let k = p.escape as f32 / crate::sim::config::REVIVE_TICKS as f32;
+            out.push(Sprite {
+                pos: [pos.x, pos.y],
+                size: [reach, reach],
+                color: [1.0, 0.75, 0.3, 0.35 + 0.5 * k],
+                params: [SH_RING, 0.2, 0.0, 0.0],
+                ..Default::default()
+            });
+            if k > 0.0 {
+                out.push(Sprite {
+                    pos: [pos.x, pos.y],
+                    size: [reach * k, reach * k],
+                    color: [0.5, 1.0, 0.6, 0.6],
+                    params: [SH_RING, 0.3, 0.0, 0.0],
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    // Flares: a bright ring sweeping out to the flare's radius.
+    for (at, age) in view.flares {
+        let r = crate::sim::config::FLARE_RADIUS * (0.15 + 0.85 * age.clamp(0.0, 1.0));
+        out.push(Sprite {
+            pos: [at.x, at.y],
+            size: [r, r],
+            color: [1.0, 0.95, 0.7, (1.0 - age).clamp(0.0, 1.0)],
+            params: [SH_RING, 0.8, 0.0, 0.0],
+            ..Default::default()
+        });
     }
     // Death bursts: an expanding ring and sparks flying out, fading.
     for d in view.bursts {
@@ -487,6 +533,7 @@ mod tests {
             portal_radius: 0.0,
             flashes: &[],
             bursts: &[],
+            flares: &[],
         };
         let mut out = Vec::new();
         build(&view, &Palette::default(), &mut out);

@@ -47,12 +47,88 @@ pub struct HudState {
     pub damage: Vec<(String, Pos2, f32, bool)>,
     /// Health bars over wounded enemies: centre of the bar (screen points), width, HP fraction.
     pub health_bars: Vec<(Pos2, f32, f32)>,
+    /// Downed: seconds left before out, and the revive's progress (0..1).
+    pub downed: Option<(u32, f32)>,
+    /// Out of the run: watching the others until it ends.
+    pub out: bool,
+    /// In a dungeon: flares held, graze charge toward the next, grazes, score.
+    pub run: Option<crate::client::RunStatus>,
+    /// The last run's summary, until dismissed.
+    pub summary: Option<crate::sim::events::RunSummary>,
 }
 
 /// What the player asked for from the HUD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HudAction {
     ReturnToHub,
+    /// The run summary was read.
+    DismissSummary,
+}
+
+/// The run summary, as players see it: outcome, time, team score, a row per player.
+pub fn summary(ctx: &egui::Context, sum: &crate::sim::events::RunSummary, place: &str) -> bool {
+    use crate::sim::events::RunOutcome;
+    let mut done = false;
+    let (title, colour) = match sum.outcome {
+        RunOutcome::Cleared => ("Cleared!", Color32::from_rgb(255, 225, 120)),
+        RunOutcome::Failed => ("Run failed", Color32::from_rgb(255, 120, 110)),
+        RunOutcome::Abandoned => ("Run abandoned", Color32::from_rgb(200, 200, 210)),
+    };
+    let secs = sum.ticks as f32 / crate::sim::TICK_RATE as f32;
+    egui::Window::new("run summary")
+        .title_bar(false)
+        .resizable(false)
+        .collapsible(false)
+        .anchor(Align2::CENTER_CENTER, EVec2::ZERO)
+        .frame(egui::Frame::window(&ctx.global_style()).fill(Color32::from_rgba_unmultiplied(12, 14, 28, 240)))
+        .show(ctx, |ui| {
+            ui.set_min_width(560.0);
+            ui.vertical_centered(|ui| {
+                ui.label(egui::RichText::new(title).size(36.0).color(colour));
+                ui.label(
+                    egui::RichText::new(format!(
+                        "{place} · {}:{:04.1} · team score {}",
+                        (secs / 60.0) as u32,
+                        secs % 60.0,
+                        sum.team_score
+                    ))
+                    .size(18.0)
+                    .color(Color32::from_gray(220)),
+                );
+            });
+            ui.add_space(10.0);
+            egui::Grid::new("rows").striped(true).spacing(EVec2::new(14.0, 6.0)).show(ui, |ui| {
+                for h in ["Player", "Score", "Damage", "Kills", "Grazes", "Hits taken", "Downs", "Revives", "Flares"] {
+                    ui.label(egui::RichText::new(h).strong().color(Color32::from_gray(190)));
+                }
+                ui.end_row();
+                for r in &sum.rows {
+                    let name = if r.out { format!("{} (out)", r.name) } else { r.name.clone() };
+                    ui.label(egui::RichText::new(name).color(Color32::WHITE));
+                    let st = &r.stats;
+                    for v in
+                        [r.score, st.damage, st.kills, st.grazes, st.hits_taken, st.downs, st.revives, st.flares_used]
+                    {
+                        ui.label(v.to_string());
+                    }
+                    ui.end_row();
+                }
+            });
+            ui.add_space(12.0);
+            ui.vertical_centered(|ui| {
+                let b = ui.add(
+                    egui::Button::new(egui::RichText::new("Continue").size(20.0)).min_size(EVec2::new(200.0, 38.0)),
+                );
+                if b.clicked() {
+                    done = true;
+                }
+                ui.label(egui::RichText::new("Enter / A").size(13.0).color(Color32::from_gray(160)));
+            });
+            if ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                done = true;
+            }
+        });
+    done
 }
 
 fn bar(p: &egui::Painter, rect: Rect, frac: f32, fill: Color32) {
@@ -133,6 +209,30 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         Color32::WHITE,
     );
     p.text(Pos2::new(16.0, screen.bottom() - 48.0), Align2::LEFT_BOTTOM, &hud.place, FontId::proportional(15.0), text);
+    // Flares, graze charge and score, bottom right.
+    if let Some(r) = &hud.run {
+        let x = screen.right() - 16.0;
+        let y = screen.bottom() - 20.0;
+        for k in 0..crate::sim::config::MAX_FLARES {
+            let c = Pos2::new(x - 12.0 - k as f32 * 28.0, y - 10.0);
+            if k < r.flares {
+                p.circle_filled(c, 10.0, Color32::from_rgb(255, 220, 120));
+                p.circle_stroke(c, 12.0, Stroke::new(2.0, Color32::from_rgb(255, 160, 60)));
+            } else {
+                p.circle_stroke(c, 10.0, Stroke::new(1.5, Color32::from_gray(110)));
+            }
+        }
+        let charge = r.charge as f32 / crate::sim::config::GRAZES_PER_FLARE as f32;
+        let cr = Rect::from_min_size(Pos2::new(x - 140.0, y - 34.0), EVec2::new(140.0, 6.0));
+        bar(&p, cr, charge, Color32::from_rgb(140, 220, 255));
+        p.text(
+            Pos2::new(x, y - 40.0),
+            Align2::RIGHT_BOTTOM,
+            format!("grazes {}   score {}", r.grazes, r.score),
+            FontId::proportional(14.0),
+            text,
+        );
+    }
     // Boss bar, top centre.
     if let Some((name, phase, f)) = &hud.boss {
         let w = (screen.width() * 0.6).min(720.0);
@@ -234,7 +334,44 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             Color32::from_gray(170),
         );
     }
-    if hud.dead {
+    if let (true, Some((secs, k))) = (hud.dead, hud.downed) {
+        p.rect_filled(screen, 0.0, Color32::from_rgba_unmultiplied(40, 20, 0, 90));
+        p.text(
+            Pos2::new(screen.center().x, 84.0),
+            Align2::CENTER_TOP,
+            format!("Downed: {secs} s for a teammate to reach you"),
+            FontId::proportional(26.0),
+            Color32::from_rgb(255, 190, 100),
+        );
+        if k > 0.0 {
+            let r = Rect::from_center_size(Pos2::new(screen.center().x, 132.0), EVec2::new(260.0, 14.0));
+            bar(&p, r, k, Color32::from_rgb(120, 240, 150));
+            p.text(
+                r.center_bottom() + EVec2::new(0.0, 6.0),
+                Align2::CENTER_TOP,
+                "Reviving…",
+                FontId::proportional(14.0),
+                text,
+            );
+        }
+    } else if hud.dead && hud.out && hud.summary.is_none() {
+        p.text(
+            Pos2::new(screen.center().x, 80.0),
+            Align2::CENTER_TOP,
+            "Out: watching the others until the run ends",
+            FontId::proportional(22.0),
+            Color32::from_rgb(220, 220, 235),
+        );
+        if !hud.leave_key.is_empty() && hud.lockout_left <= 0.0 {
+            p.text(
+                Pos2::new(screen.center().x, 110.0),
+                Align2::CENTER_TOP,
+                format!("hold {} to leave for the hub", hud.leave_key),
+                FontId::proportional(15.0),
+                Color32::from_gray(190),
+            );
+        }
+    } else if hud.dead && hud.summary.is_none() {
         p.rect_filled(screen, 0.0, Color32::from_rgba_unmultiplied(40, 0, 0, 140));
         egui::Area::new(egui::Id::unique("death")).anchor(Align2::CENTER_CENTER, EVec2::ZERO).show(ctx, |ui| {
             ui.vertical_centered(|ui| {
@@ -264,6 +401,11 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
                 }
             });
         });
+    }
+    if let Some(sum) = &hud.summary {
+        if summary(ctx, sum, &hud.place) {
+            action = Some(HudAction::DismissSummary);
+        }
     }
     action
 }

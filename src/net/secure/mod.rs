@@ -601,11 +601,16 @@ impl enet::Socket for SecureSocket {
             // what is left waits for the time between ticks.
             self.drain(DRAIN_BUDGET - self.drained)?;
         }
-        Ok(self.ready.pop_front().map(|(from, d)| {
+        let got = self.ready.pop_front().map(|(from, d)| {
             let n = d.len().min(buffer.len());
             buffer[..n].copy_from_slice(&d[..n]);
             (from, enet::PacketReceived::Complete(n))
-        }))
+        });
+        if got.is_none() {
+            // ENet stops asking at the first "nothing": the next time it asks is a new poll.
+            self.drained = Duration::ZERO;
+        }
+        Ok(got)
     }
 }
 
