@@ -152,10 +152,11 @@ enum Command {
         count: usize,
         #[arg(long, default_value_t = 30.0)]
         seconds: f64,
-        /// hub: stay in the hub; dungeon: take a portal and fight.
+        /// hub: stay in the hub; dungeon: take a portal and fight; dodge: play one run to win
+        /// (dodge, focus, revive, flare) and report it.
         #[arg(long, default_value = "dungeon")]
         plan: String,
-        /// Which dungeon to enter with --plan dungeon.
+        /// Which dungeon to enter with --plan dungeon or dodge.
         #[arg(long, default_value = "warden_keep")]
         dungeon: String,
         #[arg(long, default_value = "bot")]
@@ -650,8 +651,9 @@ fn bot(
     let plan = match plan.as_str() {
         "hub" => Plan::Hub,
         "dungeon" => Plan::Dungeon,
+        "dodge" => Plan::Dodge,
         other => {
-            eprintln!("hailfire bot: --plan must be hub or dungeon, not '{other}'");
+            eprintln!("hailfire bot: --plan must be hub, dungeon or dodge, not '{other}'");
             return ExitCode::from(2);
         }
     };

@@ -471,6 +471,22 @@ fn lua_math_gives_the_portable_bits_not_the_platforms() {
 }
 
 #[test]
+fn party_size_tells_an_emitter_the_party_the_run_is_scaled_for() {
+    let (mut inst, defs) = instance_with("log('party ' .. party_size())\nwait(1000)\n", 4);
+    for id in 2..=3 {
+        inst.arrive(Player::new(id, "p", Vec2::ZERO));
+    }
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 1);
+    let logs: Vec<&String> = ev
+        .iter()
+        .filter_map(|e| if let SimEvent::ScriptLog { message, .. } = e { Some(message) } else { None })
+        .collect();
+    assert_eq!(logs, vec!["party 3"]);
+}
+
+#[test]
 fn the_modding_guide_documents_exactly_the_emitter_api() {
     use hailfire::content::lua::spec;
     let doc =

@@ -155,6 +155,41 @@ fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
     assert!(read(&log).contains("server stopped cleanly"));
 }
 
+/// The game loop end to end: two dodging bots play a run of the Warden's Keep on a real
+/// dedicated server; each prints the run's outcome, time, score and counts, and the
+/// server keeps the record in records.toml beside its settings.
+#[test]
+fn two_dodging_bots_play_a_run_each_prints_the_summary_and_the_server_keeps_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let d = dir.path();
+    let mut server = dedicated(d, port, &log, &[]);
+    let bots = hf(d)
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dodge", "--dungeon", "warden_keep"])
+        .args(["--count", "2", "--seconds", "240"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, out) = finish(bots, 260);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(code, 0, "{out}");
+    for name in ["bot-1", "bot-2"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("bot {name}: run ")))
+            .unwrap_or_else(|| panic!("{name} printed its run: {out}"));
+        assert!(line.contains("run cleared"), "the dodging bots clear the Keep: {line}");
+        assert!(line.contains("team score") && line.contains("grazes") && line.contains("downs"), "{line}");
+    }
+    let server_log = read(&log);
+    assert!(server_log.contains("run ended"), "{server_log}");
+    let records = read(&d.join("records.toml"));
+    assert!(records.contains("[warden_keep]") && records.contains("bot-1"), "{records}");
+}
+
 #[test]
 fn a_headless_bot_joining_nothing_exits_non_zero_within_8_seconds() {
     let port = free_port();

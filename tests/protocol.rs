@@ -567,3 +567,31 @@ fn chained_deltas_on_the_coarse_grid_never_drift() {
         held = rebuilt;
     }
 }
+
+/// The client's whole vocabulary: greeting, input (movement, aim, buttons), content
+/// download, admin commands. Nothing else decodes, so there is no way to say "I grazed",
+/// "my flare went off there", "I revived them" or "I hit that": flares, grazes, revives and
+/// hits are decided by the server from the buttons alone (see `tests/simulation.rs`).
+#[test]
+fn a_client_has_no_message_for_a_graze_a_flare_a_revive_or_a_hit() {
+    let mut rng = hailfire::sim::rng::Rng::new(3);
+    let known = [T_HELLO, T_INPUT, T_CONTENT_WANT, T_CONTENT_READY, T_ADMIN];
+    for t in 0..=255u8 {
+        let mut decoded = 0;
+        for _ in 0..200 {
+            let n = (rng.next_u64() % 64) as usize;
+            let mut b = vec![t];
+            b.extend((0..n).map(|_| rng.next_u64() as u8));
+            if ClientMsg::decode(&b).is_ok() {
+                decoded += 1;
+            }
+        }
+        if !known.contains(&t) {
+            assert_eq!(decoded, 0, "type {t} is not a client message");
+        }
+    }
+    // An input frame is movement, aim and five buttons; the flare is a button, its place
+    // the server's idea of where the ship is.
+    let f = WireInput { mx: 0, my: 0, aim: 0, buttons: hailfire::sim::player::BTN_FLARE };
+    assert_eq!(f.to_frame(9).buttons, hailfire::sim::player::BTN_FLARE);
+}

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use super::{Client, InputSample, Phase};
 use crate::net::{conditioner, Conditioner, EnetTransport, LinkProfile, Transport};
 use crate::protocol::content::{ClientContent, ContentCache};
-use crate::protocol::messages::F_DEAD;
-use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_INTERACT};
+use crate::protocol::messages::{F_DEAD, F_DOWNED, F_OUT};
+use crate::sim::player::{BTN_ESCAPE, BTN_FIRE, BTN_FLARE, BTN_FOCUS, BTN_INTERACT};
 use crate::sim::rng::Rng;
 use crate::sim::{Team, Vec2, TICK_RATE};
 
@@ -19,6 +19,9 @@ pub enum Plan {
     Hub,
     /// Walk into a dungeon portal and fight.
     Dungeon,
+    /// One run of a dungeon played to win: steer away from where the bullets in its
+    /// replica will be, focus near them, revive downed teammates, flare when cornered.
+    Dodge,
 }
 
 pub struct Brain {
@@ -33,6 +36,8 @@ pub struct Brain {
     pub played: Option<String>,
     pub saw_boss: bool,
     pub last_phase: Option<u8>,
+    /// Whether the flare button was pressed last tick (a flare fires on the press).
+    flare_was: bool,
 }
 
 impl Brain {
@@ -49,6 +54,7 @@ impl Brain {
             played: None,
             saw_boss: false,
             last_phase: None,
+            flare_was: false,
         }
     }
 
@@ -59,11 +65,17 @@ impl Brain {
         let (Some(v), Some(me), Some(defs)) = (&c.view, c.pred, c.defs()) else { return InputSample::default() };
         let own = c.own_state();
         if own.is_some_and(|o| o.flags & F_DEAD != 0) {
+            if self.plan == Plan::Dodge {
+                // Downed: wait for a teammate; out: watch the run to its end.
+                return InputSample::default();
+            }
             // The death screen's "Return to hub": held; the server enforces the lockout.
             return InputSample { mv: Vec2::ZERO, aim: 0.0, buttons: BTN_ESCAPE };
         }
         if v.dungeon.is_empty() {
-            if self.plan == Plan::Dungeon {
+            // The dodging bot plays one run, then stays in the hub.
+            let go = self.plan == Plan::Dungeon || (self.plan == Plan::Dodge && c.summaries.is_empty());
+            if go {
                 if let Some((_, at)) = defs.portals().into_iter().find(|(d, _)| *d == self.dungeon) {
                     let d = Vec2::new(at[0], at[1]) - me;
                     let l = d.length();
@@ -88,6 +100,9 @@ impl Brain {
                 .or_else(|| s.enemies.iter().map(|e| e.pos).min_by(|a, b| a.distance(me).total_cmp(&b.distance(me))))
         });
         let aim = target.map_or(-90.0, |t| (t - me).angle_deg());
+        if self.plan == Plan::Dodge {
+            return self.dodge(c, me, target, aim);
+        }
         // Keep some distance from the target while circling; push away from close bullets.
         let mut mv = Vec2::ZERO;
         if let Some(t) = target {
@@ -112,6 +127,91 @@ impl Brain {
         mv = (mv + push + Vec2::new(self.rng.next_f64() as f32 - 0.5, self.rng.next_f64() as f32 - 0.5) * 0.3)
             .clamp_unit();
         InputSample { mv, aim, buttons: BTN_FIRE }
+    }
+}
+
+impl Brain {
+    /// The dodging plan's move: of nine moves (still, and eight directions) at full speed and
+    /// focused, the one that keeps farthest from where the replica's enemy bullets will be
+    /// over the next half second, nudged toward a good distance from the target (or a
+    /// downed teammate, to revive them); focus when bullets are close; a flare when even
+    /// the best move is hit soon.
+    fn dodge<T: Transport>(&mut self, c: &Client<T>, me: Vec2, target: Option<Vec2>, aim: f32) -> InputSample {
+        use crate::sim::config::{FOCUS_SPEED, PLAYER_HITBOX_RADIUS, PLAYER_SPEED};
+        let Some(v) = &c.view else { return InputSample::default() };
+        let pool = &v.replica.pool;
+        let arena = v.arena;
+        // The bullets near enough to matter, with their velocities.
+        let near: Vec<(Vec2, Vec2, f32)> = (0..pool.len())
+            .filter(|&i| pool.team[i] == Team::Enemy)
+            .map(|i| (pool.pos(i), Vec2::new(pool.vx[i], pool.vy[i]), pool.radius[i]))
+            .filter(|(p, vel, _)| p.distance(me) < 160.0 + vel.length() * 30.0)
+            .collect();
+        // A downed teammate to go to, else the fight's target at a distance.
+        let me_id = c.player_id;
+        let downed = c.view.as_ref().and_then(|v| v.latest()).and_then(|s| {
+            s.players
+                .iter()
+                .filter(|p| Some(p.id) != me_id && p.flags & F_DOWNED != 0 && p.flags & F_OUT == 0)
+                .map(|p| p.pos)
+                .min_by(|a, b| a.distance(me).total_cmp(&b.distance(me)))
+        });
+        let goal = match (downed, target) {
+            (Some(d), _) => Some((d, 20.0)),
+            (None, Some(t)) => Some((t, 240.0)),
+            _ => None,
+        };
+        let horizon = 30u32;
+        let clearance = |pos: Vec2, dir: Vec2, speed: f32| {
+            let mut worst = f32::INFINITY;
+            for k in 1..=horizon {
+                let mut p = pos + dir * (speed * k as f32);
+                p = Vec2::new(
+                    p.x.clamp(PLAYER_HITBOX_RADIUS, arena.x - PLAYER_HITBOX_RADIUS),
+                    p.y.clamp(PLAYER_HITBOX_RADIUS, arena.y - PLAYER_HITBOX_RADIUS),
+                );
+                for (b, vel, r) in &near {
+                    let d = (*b + *vel * k as f32).distance(p) - r - PLAYER_HITBOX_RADIUS;
+                    // Near-term danger counts more than what is far off in time.
+                    worst = worst.min(d + k as f32 * 0.8);
+                }
+            }
+            worst
+        };
+        let mut best = (f32::NEG_INFINITY, Vec2::ZERO, false);
+        for focus in [false, true] {
+            let speed = if focus { PLAYER_SPEED * FOCUS_SPEED } else { PLAYER_SPEED };
+            for k in 0..9 {
+                let dir = if k == 8 { Vec2::ZERO } else { Vec2::from_angle_deg(k as f32 * 45.0) };
+                let mut score = clearance(me, dir, speed).min(40.0);
+                if let Some((g, want)) = goal {
+                    let p = me + dir * (speed * 10.0);
+                    score -= ((p.distance(g) - want).abs()) * 0.02;
+                }
+                // Walls are traps.
+                let p = me + dir * (speed * 10.0);
+                let wall = p.x.min(p.y).min(arena.x - p.x).min(arena.y - p.y);
+                if wall < 40.0 {
+                    score -= (40.0 - wall) * 0.1;
+                }
+                if score > best.0 {
+                    best = (score, dir, focus);
+                }
+            }
+        }
+        let (score, mv, focus_pick) = best;
+        let close = near.iter().any(|(b, _, _)| b.distance(me) < 50.0);
+        let mut buttons = BTN_FIRE;
+        if focus_pick || close {
+            buttons |= BTN_FOCUS;
+        }
+        // Cornered: the best move is still hit within a few ticks.
+        let flare = score < 2.0 && c.run.flares > 0 && !self.flare_was;
+        if flare {
+            buttons |= BTN_FLARE;
+        }
+        self.flare_was = flare;
+        InputSample { mv, aim, buttons }
     }
 }
 
@@ -146,6 +246,29 @@ pub struct BotReport {
     pub line: String,
 }
 
+/// A run in words: "run cleared in 2:14.5, team score 18240, grazes 146, downs 1,
+/// revives 0, furthest boss phase 3" (this bot's own counts).
+pub fn run_line<T: Transport>(c: &Client<T>, r: &crate::sim::events::RunSummary, phase: Option<u8>) -> String {
+    use crate::sim::events::RunOutcome;
+    let secs = r.ticks as f64 / TICK_RATE as f64;
+    let mine = r.rows.iter().find(|row| Some(row.id) == c.player_id);
+    format!(
+        "run {} in {}:{:04.1}, team score {}, grazes {}, downs {}, revives {}, furthest boss phase {}",
+        match r.outcome {
+            RunOutcome::Cleared => "cleared",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Abandoned => "abandoned",
+        },
+        (secs / 60.0) as u32,
+        secs % 60.0,
+        r.team_score,
+        mine.map_or(0, |m| m.stats.grazes),
+        mine.map_or(0, |m| m.stats.downs),
+        mine.map_or(0, |m| m.stats.revives),
+        phase.map_or("-".to_string(), |p| p.to_string())
+    )
+}
+
 /// Runs `count` bots for `seconds`; every bot's report, in order.
 pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let clock = conditioner::wall_clock();
@@ -168,7 +291,7 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let mut next = start;
     let mut left = vec![false; bots.len()];
     // Per bot: whether its joining was printed, and notices printed so far.
-    let mut told = vec![(false, 0u64); bots.len()];
+    let mut told = vec![(false, 0u64, 0usize); bots.len()];
     while start.elapsed().as_secs_f64() < opts.seconds {
         let now = start.elapsed().as_secs_f64() * 1000.0;
         for (i, (c, brain)) in bots.iter_mut().enumerate() {
@@ -193,6 +316,12 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                     }
                 }
             }
+            if c.summaries.len() > told[i].2 {
+                for r in &c.summaries[told[i].2..] {
+                    println!("bot {}: {}", c.name, run_line(c, r, brain.last_phase));
+                }
+                told[i].2 = c.summaries.len();
+            }
             let fresh = (c.notices_seen - told[i].1).min(c.notices.len() as u64) as usize;
             for n in c.notices.iter().skip(c.notices.len() - fresh) {
                 println!("bot {}: the server says: {n}", c.name);
@@ -200,6 +329,12 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             told[i].1 = c.notices_seen;
         }
         if bots.iter().all(|(c, _)| matches!(c.phase, Phase::Failed(_))) {
+            break;
+        }
+        // The dodging plan plays one run: done when every bot has its summary.
+        if opts.plan == Plan::Dodge
+            && bots.iter().all(|(c, _)| !c.summaries.is_empty() || matches!(c.phase, Phase::Failed(_)))
+        {
             break;
         }
         next += period;
@@ -228,11 +363,11 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 _ => {}
             }
             let known = c.defs().is_none_or(|d| d.dungeon(&brain.dungeon).is_some());
-            if problem.is_none() && opts.plan == Plan::Dungeon && !known {
+            if problem.is_none() && opts.plan != Plan::Hub && !known {
                 let have: Vec<String> = c.defs().map_or(Vec::new(), |d| d.dungeons.iter().map(|g| g.id.clone()).collect());
                 problem = Some(format!("the server has no dungeon '{}' (it has: {})", brain.dungeon, have.join(", ")));
             }
-            if problem.is_none() && opts.plan == Plan::Dungeon && !brain.entered_dungeon && opts.leave_after.is_none() {
+            if problem.is_none() && opts.plan != Plan::Hub && !brain.entered_dungeon && opts.leave_after.is_none() {
                 problem = Some(format!("stuck: never got into the dungeon '{}'", brain.dungeon));
             }
             if problem.is_none() && !left[i] && c.stats.pred_err_n > 0 && c.stats.pred_err_recent > super::SNAP_DISTANCE {
@@ -281,6 +416,11 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                     down as f64 / secs / 1024.0
                 )),
             );
+            let line = match c.summaries.first() {
+                Some(r) => format!("{} | {}", run_line(c, r, brain.last_phase), line),
+                None if opts.plan == Plan::Dodge => format!("run not finished | {line}"),
+                None => line,
+            };
             BotReport { name: c.name.clone(), player_id: c.player_id, ok: problem.is_none(), problem, line }
         })
         .collect()

@@ -620,7 +620,8 @@ impl Instance {
                 phase: b.phase as u8,
             });
         }
-        let view = ScriptView { tick, arena: self.arena, players: &self.pviews, owners: &self.oviews };
+        let party = if self.run.party > 0 { self.run.party } else { self.players.len() as u32 }.max(1);
+        let view = ScriptView { tick, arena: self.arena, party, players: &self.pviews, owners: &self.oviews };
         self.scripts.run(&view, &mut self.cmds, &mut self.msgs);
         let cmds = std::mem::take(&mut self.cmds);
         for c in &cmds {

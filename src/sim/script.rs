@@ -36,6 +36,9 @@ pub struct OwnerView {
 pub struct ScriptView<'a> {
     pub tick: Tick,
     pub arena: Vec2,
+    /// The party the run was scaled for (the players in when the first wave came; before
+    /// that, those here now; 1 at least).
+    pub party: u32,
     pub players: &'a [PlayerView],
     pub owners: &'a [OwnerView],
 }

@@ -317,6 +317,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
     )?;
     g.set("pos", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok((c.my_pos().x, c.my_pos().y))))?)?;
     g.set("tick", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok(c.tick)))?)?;
+    g.set("party_size", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok(c.party)))?)?;
     g.set("arena", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok((c.arena.x, c.arena.y))))?)?;
     g.set(
         "rand",

@@ -117,6 +117,7 @@ impl ScriptFactory for LuaFactory {
 struct Ctx {
     tick: Tick,
     arena: Vec2,
+    party: u32,
     players: Vec<PlayerView>,
     owners: Vec<OwnerView>,
     owner: Owner,
@@ -366,6 +367,7 @@ impl LuaRuntime {
         lua.set_app_data(Ctx {
             tick: 0,
             arena: Vec2::ZERO,
+            party: 1,
             players: Vec::new(),
             owners: Vec::new(),
             owner: Owner::Boss,
@@ -500,6 +502,7 @@ impl Scripting for LuaRuntime {
             let Ok(Some(mut c)) = lua.try_app_data_mut::<Ctx>() else { return };
             c.tick = view.tick;
             c.arena = view.arena;
+            c.party = view.party;
             c.players.clear();
             c.players.extend_from_slice(view.players);
             c.owners.clear();

@@ -96,6 +96,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
     },
     ApiFn { name: "tick", params: &[], returns: &["integer"], doc: "The current simulation tick.", prelude: false },
     ApiFn {
+        name: "party_size",
+        params: &[],
+        returns: &["integer"],
+        doc: "The party this run is scaled for: the players in the dungeon when its first wave came (before that, those here now). Enemy and boss HP already grow with it; use it to thicken patterns for a crowd.",
+        prelude: false,
+    },
+    ApiFn {
         name: "shot",
         params: &[("t", "hf.Shot", "the bullet")],
         returns: &[],
