@@ -568,6 +568,39 @@ fn chained_deltas_on_the_coarse_grid_never_drift() {
     }
 }
 
+/// A player's unfocused fan is a burst whose count, spread, speed and lifetime are the
+/// rules': on the wire it is about as large as one shot, and it decodes to the very burst.
+#[test]
+fn a_players_fan_travels_as_small_as_one_shot() {
+    use hailfire::sim::bullets::Burst;
+    use hailfire::sim::config::FAN_SHOTS;
+    use hailfire::sim::instance::{fan_span, PLAYER_BULLET_LIFETIME, PLAYER_BULLET_SPEED};
+    let shape = BulletSpawn {
+        uid: 40,
+        pos: Vec2::new(300.25, 410.5),
+        angle: 0.0,
+        speed: PLAYER_BULLET_SPEED,
+        radius: 4.0,
+        lifetime: PLAYER_BULLET_LIFETIME,
+        kind: 1,
+        team: Team::Player,
+        accel: 0.0,
+        turn: 0.0,
+        max_speed: f32::INFINITY,
+        tick: 500,
+    };
+    let fan = Burst::new(shape, FAN_SHOTS, 262.0, fan_span(), FAN_SHOTS - 1, 0.0);
+    let m = ServerMsg::Events { tick: 500, events: vec![WireEvent::Burst(fan)] };
+    let bytes = m.encode();
+    assert_eq!(ServerMsg::decode(&bytes).unwrap(), m);
+    assert!(bytes.len() <= 16, "{} bytes: {}", bytes.len(), hex(&bytes));
+    // Anything else a player fires as a burst goes in full.
+    let other = Burst::new(shape, FAN_SHOTS + 1, 262.0, fan_span(), FAN_SHOTS, 0.0);
+    let m = ServerMsg::Events { tick: 500, events: vec![WireEvent::Burst(other)] };
+    assert_eq!(ServerMsg::decode(&m.encode()).unwrap(), m);
+    assert!(m.encode().len() > bytes.len());
+}
+
 /// The client's whole vocabulary: greeting, input (movement, aim, buttons), content
 /// download, admin commands. Nothing else decodes, so there is no way to say "I grazed",
 /// "my flare went off there", "I revived them" or "I hit that": flares, grazes, revives and

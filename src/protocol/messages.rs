@@ -1143,11 +1143,39 @@ fn next_uid(prev: u32, delta: i64) -> Result<u32, DecodeError> {
     (prev as i64).checked_add(delta).and_then(|u| u32::try_from(u).ok()).ok_or(DecodeError::BadValue("uid"))
 }
 
+/// Whether a burst is a player's fan by the rules (`sim::instance`): then its count, span,
+/// division, speed and lifetime go without saying (burst flag 64).
+fn is_rules_fan(b: &Burst, flags: u8) -> bool {
+    use crate::sim::config::FAN_SHOTS;
+    use crate::sim::instance::{fan_span, PLAYER_BULLET_LIFETIME, PLAYER_BULLET_SPEED};
+    let s = &b.shape;
+    flags & !(1 | 16) == 0
+        && s.team == Team::Player
+        && b.count == FAN_SHOTS
+        && b.span == fan_span()
+        && b.div == FAN_SHOTS - 1
+        && grid::speed_q(s.speed) == grid::speed_q(PLAYER_BULLET_SPEED)
+        && s.lifetime == PLAYER_BULLET_LIFETIME
+}
+
 fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
     let s = &b.shape;
     let mut flags = shape_flags(s, batch_tick);
     if grid::pos_q(b.offset) != 0 {
         flags |= 32;
+    }
+    if is_rules_fan(b, flags) {
+        // A player's fan: `u8 flags (64|1|[16]), svar uid, var kind, i16 x, i16 y,
+        // u16 angle0, u8 radius, [var tick_back]`.
+        w.u8(flags | 64);
+        w.svar(s.uid as i64 - prev_uid as i64);
+        w.var(s.kind as u64);
+        w.i16(grid::pos_q(s.pos.x));
+        w.i16(grid::pos_q(s.pos.y));
+        w.u16(b.angle0);
+        w.u8(grid::radius_q(s.radius));
+        write_optional_fields(w, s, flags, batch_tick);
+        return;
     }
     w.u8(flags);
     w.svar(s.uid as i64 - prev_uid as i64);
@@ -1169,6 +1197,35 @@ fn write_burst(w: &mut Writer, b: &Burst, batch_tick: u32, prev_uid: u32) {
 
 fn read_burst(r: &mut Reader, batch_tick: u32, prev_uid: u32) -> Result<Burst, DecodeError> {
     let flags = r.u8()?;
+    if flags & 64 != 0 {
+        use crate::sim::config::FAN_SHOTS;
+        use crate::sim::instance::{fan_span, PLAYER_BULLET_LIFETIME, PLAYER_BULLET_SPEED};
+        if flags & !(64 | 1 | 16) != 0 || flags & 1 == 0 {
+            return Err(DecodeError::BadValue("burst flags"));
+        }
+        let uid = next_uid(prev_uid, r.svar()?)?;
+        let kind = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("kind"))?;
+        let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
+        let angle0 = r.u16()?;
+        let radius = r.u8()?.max(1) as f32 / grid::RADIUS;
+        let back = if flags & 16 != 0 { r.var_u32("tick")? } else { 0 };
+        let shape = BulletSpawn {
+            uid,
+            pos,
+            angle: 0.0,
+            speed: PLAYER_BULLET_SPEED,
+            radius,
+            lifetime: PLAYER_BULLET_LIFETIME,
+            kind,
+            team: Team::Player,
+            accel: 0.0,
+            turn: 0.0,
+            max_speed: f32::INFINITY,
+            tick: batch_tick.wrapping_sub(back),
+        }
+        .quantized();
+        return Ok(Burst { shape, count: FAN_SHOTS, angle0, span: fan_span(), div: FAN_SHOTS - 1, offset: 0.0 });
+    }
     if flags & !63 != 0 {
         return Err(DecodeError::BadValue("burst flags"));
     }

@@ -20,6 +20,11 @@ pub type InstanceId = u32;
 pub const PLAYER_BULLET_SPEED: f32 = 10.0;
 /// Lifetime of a player's bullets, ticks.
 pub const PLAYER_BULLET_LIFETIME: u16 = 80;
+/// The unfocused fan's span on the angle grid (its shots `FAN_SPREAD_DEG` apart).
+pub fn fan_span() -> u32 {
+    (FAN_SPREAD_DEG * (FAN_SHOTS - 1) as f32 * super::bullets::grid::ANGLE) as u32
+}
+
 /// After the boss dies, players stay this long to see it before returning to the hub.
 pub const CLEAR_DELAY_TICKS: u32 = 2 * TICK_RATE;
 
@@ -413,7 +418,7 @@ impl Instance {
                     let fan = BurstCmd {
                         shot: ShotCmd { angle: shot.angle - deg / 2.0, ..shot },
                         count: FAN_SHOTS,
-                        span: (deg * super::bullets::grid::ANGLE) as u32,
+                        span: fan_span(),
                         div: FAN_SHOTS - 1,
                         offset: 0.0,
                     };
