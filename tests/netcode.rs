@@ -1278,3 +1278,31 @@ fn the_host_bans_a_namesake_by_id_and_stays_and_newcomers_from_that_address_are_
     assert!(clients[0].0.is_joined(), "the host is still in");
     host.stop();
 }
+
+#[test]
+fn the_hosts_pause_stops_the_world_only_while_the_host_plays_alone() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    let pause = hailfire::server::PauseSwitch::default();
+    st.server.pause = Some(pause.clone());
+    st.add_client("host", LinkProfile::CLEAN);
+    for _ in 0..60 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert!(st.clients[0].is_joined());
+    let flag = |p: &std::sync::Arc<std::sync::atomic::AtomicBool>| p.load(std::sync::atomic::Ordering::Relaxed);
+    // The menu opens: alone, the world stands still.
+    pause.asked.store(true, std::sync::atomic::Ordering::Relaxed);
+    let t = st.server.world.tick;
+    for _ in 0..30 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert_eq!(st.server.world.tick, t, "paused");
+    assert!(flag(&pause.paused));
+    // A friend joins: the world goes on, menu or not.
+    st.add_client("friend", LinkProfile::CLEAN);
+    for _ in 0..30 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert!(st.server.world.tick > t + 10, "not paused with two players");
+    assert!(!flag(&pause.paused));
+}

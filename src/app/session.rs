@@ -29,6 +29,9 @@ pub struct Session {
     pub returning: bool,
     dead_since: Option<Instant>,
     pub started: Instant,
+    /// Time spent paused (the game clock stands still meanwhile), and since when it is.
+    paused_for: std::time::Duration,
+    paused_since: Option<Instant>,
     pub arrived_hub: bool,
     rates: (Instant, u64, u64, f32, f32),
     fire_cd: u32,
@@ -115,6 +118,8 @@ impl Session {
             returning: false,
             dead_since: None,
             started: Instant::now(),
+            paused_for: std::time::Duration::ZERO,
+            paused_since: None,
             arrived_hub: false,
             rates: (Instant::now(), 0, 0, 0.0, 0.0),
             fire_cd: 0,
@@ -431,6 +436,24 @@ impl Session {
         }
         let boss = self.client.view.as_ref().and_then(|v| v.latest()).is_some_and(|s| s.boss.is_some());
         audio.music(Some(boss));
+    }
+
+    /// Whether the host's server is paused now (hosting alone, menu open).
+    pub fn paused(&self) -> bool {
+        self.server.as_ref().is_some_and(|s| s.paused())
+    }
+
+    /// A tick while paused: the game's clock does not move.
+    pub fn pause_clock(&mut self) {
+        self.paused_since.get_or_insert_with(Instant::now);
+    }
+
+    /// The game's clock in ms: time since the session began, less the time spent paused.
+    pub fn game_ms(&mut self) -> f64 {
+        if let Some(t) = self.paused_since.take() {
+            self.paused_for += t.elapsed();
+        }
+        self.started.elapsed().saturating_sub(self.paused_for).as_secs_f64() * 1000.0
     }
 
     pub fn lockout_left(&self) -> f32 {

@@ -277,7 +277,15 @@ impl App {
         if s.returning {
             sample.buttons |= crate::sim::player::BTN_ESCAPE;
         }
-        let now_ms = s.started.elapsed().as_secs_f64() * 1000.0;
+        // Hosting alone, the menu open: the server waits, and this game's clock with it.
+        if let Some(srv) = &s.server {
+            srv.ask_pause(s.menu_open);
+        }
+        if s.paused() {
+            s.pause_clock();
+            return;
+        }
+        let now_ms = s.game_ms();
         s.client.update(now_ms, sample);
         if s.client.is_joined() {
             if let Some(a) = s.remember.take() {
@@ -567,6 +575,7 @@ impl App {
                         s.menu_focus,
                         s.host_info.as_deref(),
                         others.as_deref(),
+                        s.paused(),
                     );
                     s.menu_focus = false;
                 }

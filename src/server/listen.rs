@@ -24,6 +24,8 @@ pub struct ListenServer {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     commands: mpsc::Sender<String>,
+    /// The host's pause (the menu asks; the server says whether it paused).
+    pub pause: super::PauseSwitch,
 }
 
 impl ListenServer {
@@ -68,6 +70,8 @@ impl ListenServer {
         let (commands, cmd_rx) = mpsc::channel();
         let ban_list = config.ban_list.clone();
         let (l2, s2) = (local.clone(), stop.clone());
+        let pause = super::PauseSwitch::default();
+        let p2 = pause.clone();
         let thread = std::thread::Builder::new()
             .name("hailfire-server".into())
             .spawn(move || {
@@ -86,6 +90,7 @@ impl ListenServer {
                 let _ = tx.send(local_addr);
                 let parts: Vec<Box<dyn Transport>> = vec![Box::new(enet), Box::new(l2.server())];
                 let mut server = Server::new(&content, Multi::new(parts), config);
+                server.pause = Some(p2);
                 if let Some(path) = &ban_list {
                     match super::bans::BanList::load(path) {
                         Ok(b) => server.bans = b,
@@ -108,7 +113,17 @@ impl ListenServer {
             .context("starting the server thread")?;
         let addr =
             rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
-        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands })
+        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands, pause })
+    }
+
+    /// Asks the server to pause (the host's menu is open) or to go on.
+    pub fn ask_pause(&self, on: bool) {
+        self.pause.asked.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the world is paused now (only while the host plays alone).
+    pub fn paused(&self) -> bool {
+        self.pause.paused.load(Ordering::Relaxed)
     }
 
     /// Runs a console command on the server (the host's kick and ban from the roster).

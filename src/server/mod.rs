@@ -54,6 +54,15 @@ pub fn max_joining(max_players: usize) -> usize {
     (max_players / 2).clamp(2, 32)
 }
 
+/// The host's pause, shared between the host's game and its server thread: the game asks
+/// (`asked`, its menu is open); the server pauses only while the host is the one player
+/// on it and says so (`paused`), and the game then stops its own clock too.
+#[derive(Clone, Debug, Default)]
+pub struct PauseSwitch {
+    pub asked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// Joiners one address may have at once.
 pub const MAX_JOINING_PER_ADDRESS: usize = 2;
 
@@ -197,6 +206,8 @@ pub struct Server<T: Transport> {
     pub bans: bans::BanList,
     /// Each dungeon's fastest clear and best score (`records.toml` on a dedicated server).
     pub records: records::Records,
+    /// Host and play: the host's pause switch (None: this server never pauses).
+    pub pause: Option<PauseSwitch>,
     /// Console commands from admins, waiting for the loop that runs the console.
     admin_queue: Vec<(PeerId, String)>,
     /// Wrong admin passwords per address: since when (tick), how many.
@@ -231,6 +242,7 @@ impl<T: Transport> Server<T> {
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
             bans: bans::BanList::default(),
             records: records::Records::default(),
+            pause: None,
             admin_queue: Vec::new(),
             admin_guesses: std::collections::HashMap::new(),
             stop_message: None,
@@ -564,6 +576,15 @@ impl<T: Transport> Server<T> {
             self.reject(peer, why);
         }
         self.stream_content();
+        // Host and play, the host alone with the menu open: the world waits.
+        let alone = self.peers.len() == 1 && self.world.player_count() == 1;
+        if let Some(p) = &self.pause {
+            let now = alone && p.asked.load(std::sync::atomic::Ordering::Relaxed);
+            p.paused.store(now, std::sync::atomic::Ordering::Relaxed);
+            if now {
+                return;
+            }
+        }
         let sim_events = self.world.step().to_vec();
         self.log_events(&sim_events);
         self.replicate(&sim_events);

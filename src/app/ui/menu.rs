@@ -670,13 +670,23 @@ pub fn game_menu(
     focus: bool,
     host_info: Option<&str>,
     players: Option<&[(u32, String)]>,
+    paused: bool,
 ) -> Option<GameMenuAction> {
     let mut action = None;
     egui::Area::new(egui::Id::unique("game_menu")).anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO).show(ctx, |ui| {
         egui::Frame::window(ui.style()).show(ui, |ui| {
             ui.set_width(380.0);
             ui.vertical_centered(|ui| {
-                ui.label(RichText::new("Paused? Not quite: the world goes on").size(16.0).color(Color32::from_gray(180)));
+                if paused {
+                    ui.label(RichText::new("Paused").size(22.0).color(Color32::from_rgb(255, 230, 140)));
+                } else {
+                    let why = if host_info.is_some() {
+                        "Not paused: others are playing on your server"
+                    } else {
+                        "Not paused: the world goes on"
+                    };
+                    ui.label(RichText::new(why).size(16.0).color(Color32::from_gray(180)));
+                }
                 ui.add_space(8.0);
                 let r = ui.add(big("Resume"));
                 if focus {
