@@ -1306,3 +1306,30 @@ fn the_hosts_pause_stops_the_world_only_while_the_host_plays_alone() {
     assert!(st.server.world.tick > t + 10, "not paused with two players");
     assert!(!flag(&pause.paused));
 }
+
+#[test]
+fn a_joining_player_is_told_the_servers_records_for_the_portals() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    let run = hailfire::sim::events::RunSummary {
+        dungeon: "warden_keep".into(),
+        outcome: hailfire::sim::events::RunOutcome::Cleared,
+        ticks: 3198,
+        team_score: 13_700,
+        rows: vec![hailfire::sim::events::RunRow {
+            id: 9,
+            name: "Ann".into(),
+            score: 9,
+            stats: Default::default(),
+            out: false,
+        }],
+    };
+    st.server.records.count(&run);
+    st.add_client("late", LinkProfile::CLEAN);
+    for _ in 0..60 {
+        st.step(|_, _| InputSample::default());
+    }
+    let r = &st.clients[0].records;
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!((r[0].dungeon.as_str(), r[0].best_time_cs, r[0].best_score), ("warden_keep", 5330, 13_700));
+    assert_eq!(r[0].party, "Ann");
+}

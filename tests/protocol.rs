@@ -308,6 +308,12 @@ fn round_trips_for_every_message() {
         ServerMsg::Reject(RejectReason::Banned { reason: "griefing".into() }),
         ServerMsg::Reject(RejectReason::Busy),
         ServerMsg::RunStatus { flares: 1, charge: 3, grazes: 40, score: 1234 },
+        ServerMsg::Records(vec![ServerRecord {
+            dungeon: "warden_keep".into(),
+            best_time_cs: 5330,
+            best_score: 13_700,
+            party: "bot-1, bot-2".into(),
+        }]),
         ServerMsg::RunSummary(hailfire::sim::events::RunSummary {
             dungeon: "warden_keep".into(),
             outcome: hailfire::sim::events::RunOutcome::Cleared,

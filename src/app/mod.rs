@@ -7,6 +7,7 @@ pub mod icon;
 pub mod input;
 pub mod preview;
 pub mod preview_window;
+pub mod profile;
 pub mod render;
 pub mod scenes;
 pub mod session;

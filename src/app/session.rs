@@ -38,6 +38,8 @@ pub struct Session {
     pub banner: Option<(String, Instant)>,
     /// Flares going off (where, when), drawn as an expanding ring.
     pub flares_seen: Vec<(Vec2, Instant)>,
+    /// Personal bests and stars (the data folder's profile.toml).
+    pub profile: crate::app::profile::Profile,
     /// The address joined (None when hosting).
     pub addr: Option<String>,
     /// The address to add to the recent servers once the join has succeeded.
@@ -125,6 +127,9 @@ impl Session {
             fire_cd: 0,
             banner: None,
             flares_seen: Vec::new(),
+            profile: crate::app::profile::Profile::default_path()
+                .map(|p| crate::app::profile::Profile::load(&p))
+                .unwrap_or_default(),
             addr: None,
             remember: None,
             last_roster: Vec::new(),
@@ -404,7 +409,17 @@ impl Session {
                 ClientEvent::Wave { wave } => {
                     self.banner = Some((format!("Wave {wave} cleared: +25 HP, +1 flare"), Instant::now()));
                 }
-                ClientEvent::RunEnded => audio.play("cleared"),
+                ClientEvent::RunEnded => {
+                    audio.play("cleared");
+                    if let Some(sum) = self.client.summary.clone() {
+                        let new = self.profile.count(&sum, own_id);
+                        if new != 0 {
+                            let n = new.count_ones();
+                            self.banner =
+                                Some((format!("{n} new star{}", if n == 1 { "" } else { "s" }), Instant::now()));
+                        }
+                    }
+                }
             }
         }
         self.track_damage(&killed);
@@ -578,7 +593,20 @@ impl Session {
                     let at = Vec2::new(p[0], p[1]);
                     let s = cam.world_to_screen(at) * (1.0 / ppp);
                     let near = me.is_some_and(|m| m.distance(at) <= defs.hub.portal_radius);
-                    (defs.place_name(&d), egui::pos2(s.x, s.y), near)
+                    let mut label = defs.place_name(&d);
+                    if let Some(b) = self.profile.dungeons.get(&d) {
+                        label = format!("{label} · {}", b.stars_text());
+                    }
+                    if let Some(r) = c.records.iter().find(|r| r.dungeon == d) {
+                        let secs = r.best_time_cs as f32 / 100.0;
+                        label = format!(
+                            "{label}\nrecord {}:{:04.1} · best score {}",
+                            (secs / 60.0) as u32,
+                            secs % 60.0,
+                            r.best_score
+                        );
+                    }
+                    (label, egui::pos2(s.x, s.y), near)
                 })
                 .collect(),
             _ => Vec::new(),

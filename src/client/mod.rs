@@ -294,6 +294,8 @@ pub struct Client<T: Transport> {
     pub summaries: Vec<crate::sim::events::RunSummary>,
     /// The player's flares, graze charge, grazes and score in the current run.
     pub run: RunStatus,
+    /// The server's records (shown at the portals).
+    pub records: Vec<crate::protocol::messages::ServerRecord>,
     inbox: Vec<NetEvent>,
     transport_connected: bool,
 }
@@ -344,6 +346,7 @@ impl<T: Transport> Client<T> {
             summary: None,
             summaries: Vec::new(),
             run: RunStatus::default(),
+            records: Vec::new(),
             recent: VecDeque::new(),
             view: None,
             pred: None,
@@ -720,6 +723,7 @@ impl<T: Transport> Client<T> {
             ServerMsg::RunStatus { flares, charge, grazes, score } => {
                 self.run = RunStatus { flares, charge, grazes, score };
             }
+            ServerMsg::Records(list) => self.records = list,
             ServerMsg::Notice { text } => {
                 if self.notices.len() == MAX_NOTICES {
                     self.notices.pop_front();

@@ -896,6 +896,10 @@ pub enum ServerMsg {
     /// most twice a second, at once when flares change): `u8 type, u8 flares, u8 charge
     /// (grazes toward the next flare), var grazes, var score`.
     RunStatus { flares: u8, charge: u8, grazes: u32, score: u32 },
+    /// Type 18, CONTROL, reliable. The server's records, on joining and when one falls:
+    /// `u8 type, var n (..64), n x (str dungeon, var best_time (centiseconds),
+    /// var best_score, str party (names, comma-separated, ..100 bytes))`.
+    Records(Vec<ServerRecord>),
     /// Type 20, EVENTS, reliable ordered. The receiver is now in this instance: drop every
     /// bullet and entity of the old one. Followed by the bullets already in flight.
     /// `u8 type, var instance, u32 tick, str dungeon ("" = hub), u16 arena_w, u16 arena_h`.
@@ -954,6 +958,16 @@ pub const T_CONTENT_CHUNK: u8 = 14;
 pub const T_NOTICE: u8 = 15;
 pub const T_RUN_SUMMARY: u8 = 16;
 pub const T_RUN_STATUS: u8 = 17;
+pub const T_RECORDS: u8 = 18;
+
+/// One dungeon's record on a server, as players see it at the portal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerRecord {
+    pub dungeon: String,
+    pub best_time_cs: u32,
+    pub best_score: u32,
+    pub party: String,
+}
 /// Most rows a run summary carries.
 pub const MAX_SUMMARY_ROWS: usize = 64;
 /// Longest server name, message of the day and notice, in bytes.
@@ -1312,6 +1326,17 @@ impl ServerMsg {
                     w.u8(r.out as u8);
                 }
             }
+            ServerMsg::Records(list) => {
+                w.u8(T_RECORDS);
+                let list = &list[..list.len().min(MAX_SUMMARY_ROWS)];
+                w.var(list.len() as u64);
+                for r in list {
+                    w.str(&crate::protocol::names::clip(&r.dungeon, 64));
+                    w.var(r.best_time_cs as u64);
+                    w.var(r.best_score as u64);
+                    w.str(&crate::protocol::names::clip(&r.party, 100));
+                }
+            }
             ServerMsg::RunStatus { flares, charge, grazes, score } => {
                 w.u8(T_RUN_STATUS);
                 w.u8(*flares);
@@ -1560,6 +1585,19 @@ impl ServerMsg {
                     rows.push(RunRow { id, name, score: v[0], stats, out });
                 }
                 ServerMsg::RunSummary(RunSummary { dungeon, outcome, ticks, team_score, rows })
+            }
+            T_RECORDS => {
+                let n = r.count(MAX_SUMMARY_ROWS, 4, "records")?;
+                let mut list = Vec::with_capacity(n);
+                for _ in 0..n {
+                    list.push(ServerRecord {
+                        dungeon: r.str(64, "dungeon")?,
+                        best_time_cs: r.var_u32("time")?,
+                        best_score: r.var_u32("score")?,
+                        party: r.str(100, "party")?,
+                    });
+                }
+                ServerMsg::Records(list)
             }
             T_RUN_STATUS => ServerMsg::RunStatus {
                 flares: r.u8()?,

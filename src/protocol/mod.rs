@@ -43,8 +43,9 @@ pub use wire::DecodeError;
 /// - 8: the game's rules. Input bits 8 focus and 16 flare; snapshot player flags 16 focus,
 ///   32 downed (then `hp` is the seconds left and `escape` the revive progress), 64 out;
 ///   events 10 flare (`var player, svar tick, f32 x, f32 y`: the replica clears what the
-///   server cleared), 11 out, 12 revived, 13 wave cleared; `RunSummary` (type 16) and
-///   `RunStatus` (type 17) on CONTROL.
+///   server cleared), 11 out, 12 revived, 13 wave cleared; `RunSummary` (type 16),
+///   `RunStatus` (type 17) and `Records` (type 18) on CONTROL; a player's fan is burst
+///   flag 64.
 pub const PROTOCOL_VERSION: u16 = 8;
 
 /// Handshake, rejection and stats: reliable.

@@ -521,6 +521,10 @@ impl<T: Transport> Server<T> {
             motd: self.config.motd.clone(),
         };
         self.send(peer, CH_CONTROL, &welcome);
+        if !self.records.dungeons.is_empty() {
+            let msg = self.records.message();
+            self.send(peer, CH_CONTROL, &msg);
+        }
     }
 
     /// One 60 Hz server tick: network in, simulate, network out.
@@ -799,6 +803,13 @@ impl<T: Transport> Server<T> {
                 }
                 if new.time || new.score {
                     info!(dungeon = %summary.dungeon, time = new.time, score = new.score, "new record");
+                    let msg = self.records.message();
+                    let ids: Vec<PeerId> = self.peers.keys().copied().collect();
+                    for peer in ids {
+                        if matches!(self.peers[&peer].state, PeerState::Playing { .. }) {
+                            self.send(peer, CH_CONTROL, &msg);
+                        }
+                    }
                 }
             }
             for player in to {

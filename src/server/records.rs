@@ -98,6 +98,21 @@ impl Records {
         (new, self.save().err())
     }
 
+    /// What players are told (the portals show it).
+    pub fn message(&self) -> crate::protocol::messages::ServerMsg {
+        crate::protocol::messages::ServerMsg::Records(
+            self.dungeons
+                .iter()
+                .map(|(d, r)| crate::protocol::messages::ServerRecord {
+                    dungeon: d.clone(),
+                    best_time_cs: (r.best_time_s * 100.0).round().clamp(0.0, u32::MAX as f64) as u32,
+                    best_score: r.best_score,
+                    party: r.best_score_party.join(", "),
+                })
+                .collect(),
+        )
+    }
+
     /// One line per dungeon, for the console's `status`.
     pub fn lines(&self) -> Vec<String> {
         self.dungeons
