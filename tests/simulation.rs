@@ -869,3 +869,47 @@ fn focus_moves_at_the_focus_speed() {
     assert!(((b.x - a.x) - PLAYER_SPEED * FOCUS_SPEED).abs() < 1e-4, "{}", b.x - a.x);
     assert!(((c.x - b.x) - PLAYER_SPEED).abs() < 1e-4);
 }
+
+#[test]
+fn leaving_a_run_alone_still_brings_the_abandoned_summary() {
+    let (mut w, inst) = in_dungeon(12);
+    skip_grace(&mut w, 1);
+    let mut got = None;
+    for _ in 0..ESCAPE_CHANNEL_TICKS + 5 {
+        let ev = step_with(&mut w, 1, Vec2::ZERO, BTN_ESCAPE);
+        if let Some(s) = ev.iter().find_map(|e| match e {
+            SimEvent::RunEnded { summary, to, .. } => Some((summary.outcome, to.clone())),
+            _ => None,
+        }) {
+            got = Some(s);
+        }
+    }
+    assert_eq!(got, Some((hailfire::sim::events::RunOutcome::Abandoned, vec![1])));
+    assert!(!w.instances.contains_key(&inst), "the emptied run closed in the same step");
+}
+
+#[test]
+fn when_the_last_one_standing_leaves_a_downed_teammate_the_run_fails() {
+    let mut w = world(13);
+    for id in [1, 2] {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let inst = w.instance_of(1).unwrap();
+    for _ in 0..SPAWN_GRACE_TICKS {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    shoot_player(&mut w, 1, 500);
+    step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    assert!(w.player(1).unwrap().downed > 0);
+    w.player_mut(2).unwrap().hp = 1_000_000;
+    for _ in 0..ESCAPE_CHANNEL_TICKS + 5 {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, BTN_ESCAPE)]);
+    }
+    assert_eq!(w.instance_of(2), Some(w.hub), "the teammate escaped");
+    assert_eq!(
+        w.instances[&inst].run().ended,
+        Some(hailfire::sim::events::RunOutcome::Failed),
+        "nobody is left to revive: failed at once, not after the downed timer"
+    );
+}

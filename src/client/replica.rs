@@ -26,7 +26,12 @@ pub struct Replica {
     flares: Vec<(Tick, Vec2)>,
     /// A pool to fast-forward a bullet back to a flare's tick in.
     scratch: BulletPool,
+    /// Flares worked out this tick (a hostile server cannot buy unbounded work with them).
+    flares_now: u32,
 }
+
+/// Flares the replica works out in one tick at most; more are refused.
+pub const MAX_FLARES_PER_TICK: u32 = 64;
 
 impl Replica {
     pub fn new(arena: Vec2, tick: Tick) -> Self {
@@ -38,6 +43,7 @@ impl Replica {
             refused: 0,
             flares: Vec::new(),
             scratch: BulletPool::new(),
+            flares_now: 0,
         }
     }
 
@@ -82,6 +88,8 @@ impl Replica {
                 if *tick > self.tick {
                     if *tick - self.tick <= MAX_AHEAD_TICKS && self.flares.len() < 64 {
                         self.flares.push((*tick, *pos));
+                    } else {
+                        self.refused += 1;
                     }
                 } else {
                     self.flare(*tick, *pos);
@@ -95,20 +103,32 @@ impl Replica {
     /// server: each enemy bullet spawned before it is put back where it stood on that tick
     /// by the code that moves it (its spawn record, fast-forwarded), and tested there.
     fn flare(&mut self, at: Tick, pos: Vec2) {
+        self.flares_now += 1;
+        if self.flares_now > MAX_FLARES_PER_TICK {
+            self.refused += 1;
+            return;
+        }
         let mut gone = Vec::new();
+        let back = self.tick - at;
         for i in 0..self.pool.len() {
             let o = self.pool.origin[i];
             if self.pool.team[i] != crate::sim::Team::Enemy || o.tick >= at {
                 continue;
             }
+            // Too far now to have been inside then: a bullet covers at most its speed now
+            // (plus what it lost slowing down) each tick it has flown since.
+            let speed = Vec2::new(self.pool.vx[i], self.pool.vy[i]).length();
+            let reach = back as f32 * (speed + (-self.pool.accel[i]).max(0.0) * back as f32) + 1.0;
+            if self.pool.pos(i).distance(pos) > crate::sim::config::FLARE_RADIUS + reach {
+                continue;
+            }
             let then = if at == self.tick {
                 self.pool.pos(i)
             } else {
-                let back = self.tick - at;
                 if back > MAX_FAST_FORWARD {
                     continue;
                 }
-                self.scratch.clear();
+                self.scratch.reset();
                 if !self.scratch.spawn_advanced(&o, 0, at - o.tick, self.arena) {
                     continue;
                 }
@@ -126,6 +146,7 @@ impl Replica {
     /// One tick of every bullet, then any held spawn that is now due.
     pub fn step(&mut self) {
         self.tick += 1;
+        self.flares_now = 0;
         self.pool.step(self.arena);
         if !self.flares.is_empty() {
             let now = self.tick;

@@ -293,7 +293,7 @@ pub struct BulletPool {
     /// The spawn record each bullet came from (sent to a player who arrives later, who
     /// fast-forwards it to now and gets the very same bullet).
     pub origin: Vec<BulletSpawn>,
-    /// Players who have grazed this bullet (bit `player id % 64`; server only).
+    /// Players who have grazed this bullet (bit `Player::slot`; server only).
     pub grazed: Vec<u64>,
     dirty: bool,
     /// uid -> slot, once [`find`](Self::find) has been used.
@@ -318,6 +318,27 @@ impl BulletPool {
 
     pub fn clear(&mut self) {
         *self = Self::default();
+    }
+
+    /// Empties the pool, keeping its memory for reuse.
+    pub fn reset(&mut self) {
+        for v in [&mut self.x, &mut self.y, &mut self.vx, &mut self.vy, &mut self.radius, &mut self.accel] {
+            v.clear();
+        }
+        for v in [&mut self.max_speed, &mut self.turn_cos, &mut self.turn_sin] {
+            v.clear();
+        }
+        self.uid.clear();
+        self.life.clear();
+        self.kind.clear();
+        self.team.clear();
+        self.damage.clear();
+        self.spawn_tick.clear();
+        self.origin.clear();
+        self.grazed.clear();
+        self.dirty = false;
+        self.index = None;
+        self.shuffled = false;
     }
 
     /// Appends a bullet. Returns its slot.

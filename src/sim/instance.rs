@@ -209,6 +209,11 @@ impl Instance {
         &self.run
     }
 
+    /// Events raised outside a step (a player leaving mid-run), for the world to send.
+    pub(super) fn step_events_mut(&mut self) -> &mut Vec<SimEvent> {
+        &mut self.step_events
+    }
+
     /// HP multiplier for the party that entered.
     fn party_scale(&self) -> f32 {
         1.0 + PARTY_HP_PER_PLAYER * self.run.party.saturating_sub(1) as f32
@@ -240,6 +245,8 @@ impl Instance {
         let n = self.players.len() as f32;
         let offset = Vec2::new((n - 1.5) * 24.0, 0.0);
         p.arrive(self.spawn + offset);
+        // The lowest graze bit nobody here has (a dungeon holds at most 64 players).
+        p.slot = (0..64u8).find(|s| !self.players.iter().any(|q| q.slot == *s)).unwrap_or(63);
         if !self.is_hub() {
             p.start_run();
             self.run.started.get_or_insert(0);
@@ -436,7 +443,7 @@ impl Instance {
             self.shooters.retain(|_, (_, t)| *t >= oldest);
         }
         for (id, at) in flares {
-            self.flare(tick, id, at, events);
+            self.flare(tick, defs, id, at, events);
         }
         if !hub {
             self.revive_downed(events);
@@ -445,7 +452,7 @@ impl Instance {
 
     /// A flare: enemy bullets within its radius gone (the replica clears the same ones
     /// from the one event), and damage to enemies and the boss within it.
-    fn flare(&mut self, tick: Tick, player: PlayerId, at: Vec2, events: &mut Vec<SimEvent>) {
+    fn flare(&mut self, tick: Tick, defs: &Defs, player: PlayerId, at: Vec2, events: &mut Vec<SimEvent>) {
         for i in self.bullets.flare_slots(at, tick) {
             self.bullets.kill(i);
         }
@@ -468,12 +475,16 @@ impl Instance {
             }
         }
         self.enemies.retain(|e| e.hp > 0);
-        let mut boss_dead = false;
+        let (mut boss_dead, mut boss_hit) = (false, false);
         if let Some(b) = &mut self.boss {
             if b.hp > 0 && b.pos.distance(at) <= r + b.radius {
-                let amount = FLARE_DAMAGE.min(b.hp);
-                b.hp -= FLARE_DAMAGE;
-                dealt += amount;
+                // As a bullet would: the phase's damage multiplier applies (0: invulnerable).
+                let mult =
+                    defs.bosses.get(&b.def).and_then(|d| d.phases.get(b.phase)).map_or(1.0, |p| p.damage_taken_mult);
+                let hurt = ((FLARE_DAMAGE as f32) * mult).round() as i32;
+                dealt += hurt.min(b.hp).max(0);
+                b.hp -= hurt.max(0);
+                boss_hit = hurt > 0;
                 if b.hp <= 0 {
                     b.hp = 0;
                     boss_dead = true;
@@ -486,6 +497,8 @@ impl Instance {
         }
         if boss_dead {
             self.boss_died(events);
+        } else if boss_hit {
+            self.check_phase(defs, events);
         }
     }
 
@@ -838,21 +851,21 @@ impl Instance {
         for k in 0..self.grazes.len() {
             let (bi, ti) = self.grazes[k];
             let Target::Player(pid) = self.target_ids[ti as usize] else { continue };
-            let bit = 1u64 << (pid % 64);
+            let Some(p) = self.players.iter_mut().find(|p| p.id == pid) else { continue };
+            let bit = 1u64 << p.slot;
             if self.bullets.grazed[bi] & bit != 0 {
                 continue;
             }
             self.bullets.grazed[bi] |= bit;
-            if let Some(p) = self.players.iter_mut().find(|p| p.id == pid) {
-                p.graze();
-            }
+            p.graze();
         }
         let mut downed_any = false;
         for k in 0..self.hits.len() {
             let (bi, ti) = self.hits[k];
             let Target::Player(pid) = self.target_ids[ti as usize] else { continue };
-            let grazed_it = self.bullets.grazed[bi] & (1u64 << (pid % 64)) != 0;
-            let teammates = self.players.iter().filter(|q| q.id != pid && q.alive()).count();
+            let slot = self.players.iter().find(|p| p.id == pid).map_or(0, |p| p.slot);
+            let grazed_it = self.bullets.grazed[bi] & (1u64 << slot) != 0;
+            let teammates = self.players.iter().filter(|q| q.id != pid && q.alive() && !q.linkdead).count();
             let Some(p) = self.players.iter_mut().find(|p| p.id == pid) else { continue };
             if p.dead {
                 continue;
@@ -1040,6 +1053,14 @@ impl Instance {
             }
             return;
         }
+        // Nobody left standing (the last one left, or every downed player ran out of time):
+        // the run has failed.
+        if self.run.ended.is_none() && !self.cleared && !self.players.is_empty() && self.players.iter().all(|p| p.dead)
+        {
+            self.end_run(RunOutcome::Failed, events);
+            self.run.fail_timer = RESPAWN_LOCKOUT_TICKS + 1;
+            return;
+        }
         if self.cleared {
             self.clear_timer = self.clear_timer.saturating_sub(1);
             if self.clear_timer == 0 {
@@ -1097,7 +1118,12 @@ impl Instance {
             mix(p.id as u64);
             mix(p.pos.x.to_bits() as u64 | (p.pos.y.to_bits() as u64) << 32);
             mix(p.hp as u64 ^ (p.dead as u64) << 40 ^ (p.grace as u64) << 48);
+            mix(p.downed as u64 | (p.revive as u64) << 16 | (p.out as u64) << 32 | (p.flares as u64) << 40);
+            let st = &p.stats;
+            mix(st.damage as u64 | (st.grazes as u64) << 32);
+            mix(st.kills as u64 | (st.hits_taken as u64) << 16 | (st.downs as u64) << 32 | (st.revives as u64) << 48);
         }
+        mix(self.run.ended.map_or(0, |o| o as u64 + 1) | (self.run.party as u64) << 8);
         for e in &self.enemies {
             mix(e.id as u64);
             mix(e.pos.x.to_bits() as u64 | (e.pos.y.to_bits() as u64) << 32);

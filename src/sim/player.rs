@@ -95,6 +95,8 @@ pub struct Player {
     pub graze_charge: u32,
     /// Whether the flare button was held last tick (a flare fires on the press).
     pub flare_held: bool,
+    /// This player's bit in each bullet's graze mark (0..64, unique in its instance).
+    pub slot: u8,
     pub stats: RunStats,
     pub queue: VecDeque<InputFrame>,
     pub held: InputFrame,
@@ -129,6 +131,7 @@ impl Player {
             flares: START_FLARES,
             graze_charge: 0,
             flare_held: false,
+            slot: 0,
             stats: RunStats::default(),
             queue: VecDeque::new(),
             held: InputFrame::default(),

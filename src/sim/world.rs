@@ -125,10 +125,13 @@ impl World {
         // Only runs on the current content take newcomers (after a reload, older ones
         // finish with the players they have).
         let current = |id: &InstanceId| self.inst_defs.get(id).is_none_or(|d| Arc::ptr_eq(d, &self.defs));
-        let existing = self
-            .instances
-            .values()
-            .find(|i| i.dungeon() == Some(dungeon) && !i.cleared && i.players.len() < max && current(&i.id));
+        let existing = self.instances.values().find(|i| {
+            i.dungeon() == Some(dungeon)
+                && !i.cleared
+                && i.run().ended.is_none()
+                && i.players.len() < max
+                && current(&i.id)
+        });
         let to = match existing {
             Some(i) => i.id,
             None => self.open_instance(InstanceKind::Dungeon(dungeon.to_string())),
@@ -140,6 +143,11 @@ impl World {
     fn move_player(&mut self, id: PlayerId, to: InstanceId, reason: TransferReason) {
         let Some(from) = self.location.get(&id).copied() else { return };
         let Some(p) = self.instances.get_mut(&from).and_then(|i| i.take_player(id)) else { return };
+        // What leaving raised (an abandoned run's summary) goes out with this step's
+        // events: the instance may close before it steps again.
+        if let Some(i) = self.instances.get_mut(&from) {
+            self.pending.append(i.step_events_mut());
+        }
         if p.linkdead {
             // A dropped player's body has resolved: it is forgotten, not moved.
             self.location.remove(&id);

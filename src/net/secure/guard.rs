@@ -10,8 +10,10 @@
 //!   only `SEND_UNRELIABLE` and `SEND_UNRELIABLE_FRAGMENT`, tagged with reliable sequence 0
 //!   (those channels never carry a reliable command, so nothing waits on one);
 //! - no zero-length data, fragments whose numbers add up, no compression, at most
-//!   `MAX_COMMANDS` commands and at most one `PING` in a datagram (the acknowledgements
-//!   a datagram makes ENet send are no larger than the datagram).
+//!   `MAX_COMMANDS` commands and at most one `PING` in a datagram (the acknowledgements a
+//!   datagram makes ENet send are about as large as it is: 8 bytes for each command of at
+//!   least 7; the address is proven by then, so this amplifies nothing);
+//! - nothing but a `CONNECT` to "no peer yet", then the same peer id and session bits.
 //!
 //! ENet's wire format (all integers big-endian): a header `u16 peer id` (top bit: a `u16
 //! sent time` follows; bit 14: compressed; bits 12-13: session), then commands, each
@@ -31,9 +33,17 @@ const MAX_TOTAL: u32 = crate::protocol::messages::MAX_PACKET as u32;
 /// Fragments are at least this large (ENet's smallest MTU, less headers), so a message has
 /// at most `total / MIN_FRAGMENT + 1` of them.
 const MIN_FRAGMENT: u32 = 512;
-/// How far ahead of the next expected reliable number a command may be (ENet's own window:
-/// 7 windows of 4,096).
+/// How far ahead of the next expected reliable number a command may be (ENet's own window
+/// is at most 7 windows of 4,096; past this the datagram is refused).
 const WINDOW: u16 = 7 * 4096;
+/// How far behind the next expected number a repeat may be (an honest client repeats only
+/// the few reliable commands it has in flight). Further behind is refused: the guard's
+/// view and ENet's can then differ by at most this much, whatever a client tries.
+pub const BEHIND: u16 = 128;
+/// Fragmented messages a channel may have open at once.
+const MAX_PARTIAL: usize = 4;
+/// ENet's peer id for "no peer yet" (only a CONNECT may use it).
+const NO_PEER: u16 = 0x0FFF;
 
 const ACKNOWLEDGE: u8 = 1;
 const CONNECT: u8 = 2;
@@ -60,14 +70,29 @@ pub enum Verdict {
     TooMuchAhead,
 }
 
+/// A fragmented message not yet whole: its first number, fragment count and total size,
+/// and the numbers of the fragments that came.
+#[derive(Clone, Debug)]
+struct Partial {
+    start: u16,
+    count: u32,
+    total: u32,
+    got: Vec<u16>,
+}
+
 /// One session's view of what ENet holds for it.
 #[derive(Default)]
 pub struct Guard {
     connect_id: Option<u32>,
+    /// The peer id and session bits every datagram after the connect carries.
+    header: Option<u16>,
     /// The next reliable sequence number ENet will deliver, per channel.
     next: [u16; CHANNEL_COUNT],
-    /// Reliable numbers received ahead of `next`, per channel.
+    /// Reliable numbers (single commands, or whole fragmented messages) received ahead of
+    /// `next`, per channel.
     ahead: [Vec<u16>; CHANNEL_COUNT],
+    /// Fragmented messages still missing fragments, per channel (ENet holds them too).
+    partial: [Vec<Partial>; CHANNEL_COUNT],
     /// Whether the session has asked ENet to disconnect.
     pub disconnected: bool,
 }
@@ -102,15 +127,28 @@ impl Guard {
         self.connect_id.is_some()
     }
 
-    /// Reliable commands ENet holds ahead of a gap for this session.
+    /// Reliable commands ENet holds ahead of a gap for this session (fragments of messages
+    /// not yet whole included).
     pub fn ahead(&self) -> usize {
-        self.ahead.iter().map(Vec::len).sum()
+        self.ahead.iter().map(Vec::len).sum::<usize>()
+            + self.partial.iter().flatten().map(|p| p.got.len()).sum::<usize>()
     }
 
     /// Reads a whole datagram; on `Pass` the bookkeeping is updated as ENet will act.
     pub fn check(&mut self, d: &[u8]) -> Verdict {
         // First pass: the shape of every command, changing nothing.
         let Some(commands) = parse(d) else { return Verdict::Malformed };
+        // ENet reads a datagram with no peer yet only for a CONNECT; every later one must
+        // carry the peer id and session bits the first one did (ENet drops others whole,
+        // and the guard must not count what ENet never saw).
+        let header = be16(d, 0) & 0x3FFF;
+        if header & 0x0FFF == NO_PEER {
+            if commands.iter().any(|c| c.kind != CONNECT) {
+                return Verdict::Malformed;
+            }
+        } else if self.header.is_some_and(|h| h != header) || self.connect_id.is_none() {
+            return Verdict::Malformed;
+        }
         let mut pings = 0;
         for c in &commands {
             let kind = c.kind;
@@ -118,7 +156,7 @@ impl Guard {
                 PING => pings += 1,
                 CONNECT => {
                     let id = be32(d, c.at + 40);
-                    if self.connect_id.is_some_and(|known| known != id) {
+                    if self.disconnected || self.connect_id.is_some_and(|known| known != id) {
                         return Verdict::ExtraPeer;
                     }
                 }
@@ -132,6 +170,15 @@ impl Guard {
                     if reliable_channel != reliable_kind || (!reliable_kind && c.reliable != 0) {
                         return Verdict::Malformed;
                     }
+                    if reliable_kind {
+                        // Far behind (a number ENet delivered long ago) or beyond ENet's
+                        // window: nothing an honest client sends.
+                        let offset = c.reliable.wrapping_sub(self.next[ch]);
+                        let behind = self.next[ch].wrapping_sub(c.reliable);
+                        if offset >= WINDOW && behind > BEHIND {
+                            return Verdict::Malformed;
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -139,33 +186,80 @@ impl Guard {
         if pings > 1 || commands.len() > MAX_COMMANDS {
             return Verdict::Malformed;
         }
+        if header & 0x0FFF != NO_PEER {
+            self.header = Some(header);
+        }
         // Second pass: what ENet will hold.
         for c in &commands {
             match c.kind {
                 CONNECT => self.connect_id = Some(be32(d, c.at + 40)),
                 DISCONNECT => self.disconnected = true,
-                SEND_RELIABLE | SEND_FRAGMENT => {
+                SEND_RELIABLE => {
                     let ch = c.channel as usize;
-                    let offset = c.reliable.wrapping_sub(self.next[ch]);
-                    if offset == 0 {
-                        self.next[ch] = self.next[ch].wrapping_add(1);
-                        while let Some(i) = self.ahead[ch].iter().position(|&s| s == self.next[ch]) {
-                            self.ahead[ch].swap_remove(i);
-                            self.next[ch] = self.next[ch].wrapping_add(1);
-                        }
-                    } else if offset < WINDOW && !self.ahead[ch].contains(&c.reliable) {
-                        if self.ahead() >= MAX_AHEAD {
-                            return Verdict::TooMuchAhead;
-                        }
-                        self.ahead[ch].push(c.reliable);
+                    if !self.arrived(ch, c.reliable) {
+                        return Verdict::TooMuchAhead;
                     }
-                    // Otherwise a repeat of one delivered, or outside ENet's window: ENet
-                    // acknowledges or discards it and holds nothing.
+                }
+                SEND_FRAGMENT => {
+                    let ch = c.channel as usize;
+                    let start = be16(d, c.at + 4);
+                    let (count, total) = (be32(d, c.at + 8), be32(d, c.at + 16));
+                    if self.next[ch].wrapping_sub(start) <= BEHIND && start != self.next[ch] {
+                        continue; // a repeat of a message delivered already
+                    }
+                    let open = &mut self.partial[ch];
+                    let at = match open.iter().position(|p| p.start == start) {
+                        Some(i) if open[i].count != count || open[i].total != total => return Verdict::Malformed,
+                        Some(i) => i,
+                        None => {
+                            if open.len() >= MAX_PARTIAL {
+                                return Verdict::TooMuchAhead;
+                            }
+                            open.push(Partial { start, count, total, got: Vec::new() });
+                            open.len() - 1
+                        }
+                    };
+                    if !open[at].got.contains(&c.reliable) {
+                        open[at].got.push(c.reliable);
+                    }
+                    if open[at].got.len() as u32 >= count {
+                        // Whole: ENet delivers it when its turn comes, as one message.
+                        let p = open.swap_remove(at);
+                        for k in 0..p.count {
+                            let n = p.start.wrapping_add(k as u16);
+                            if !self.arrived(ch, n) {
+                                return Verdict::TooMuchAhead;
+                            }
+                        }
+                    }
+                    if self.ahead() > MAX_AHEAD {
+                        return Verdict::TooMuchAhead;
+                    }
                 }
                 _ => {}
             }
         }
         Verdict::Pass
+    }
+
+    /// A reliable number arrived whole on `ch`: ENet delivers it and any that follow
+    /// when it is the next; otherwise it waits. False when that would exceed `MAX_AHEAD`.
+    fn arrived(&mut self, ch: usize, n: u16) -> bool {
+        let offset = n.wrapping_sub(self.next[ch]);
+        if offset == 0 {
+            self.next[ch] = self.next[ch].wrapping_add(1);
+            while let Some(i) = self.ahead[ch].iter().position(|&s| s == self.next[ch]) {
+                self.ahead[ch].swap_remove(i);
+                self.next[ch] = self.next[ch].wrapping_add(1);
+            }
+        } else if offset < WINDOW && !self.ahead[ch].contains(&n) {
+            if self.ahead() >= MAX_AHEAD {
+                return false;
+            }
+            self.ahead[ch].push(n);
+        }
+        // Otherwise a repeat of one delivered: ENet acknowledges it and holds nothing.
+        true
     }
 }
 
@@ -302,6 +396,29 @@ mod tests {
         d.extend_from_slice(&len.to_be_bytes());
         d.extend(std::iter::repeat_n(7u8, len as usize));
     }
+    /// A connect datagram: ENet sends it to "no peer yet" (0xFFF).
+    fn connect_datagram(id: u32) -> Vec<u8> {
+        let mut d = vec![0x8F, 0xFF, 0x12, 0x34];
+        connect(&mut d, id);
+        d
+    }
+    fn connected() -> Guard {
+        let mut g = Guard::new();
+        assert_eq!(g.check(&connect_datagram(1)), Verdict::Pass);
+        g
+    }
+    fn fragment(ch: u8, seq: u16, start: u16, count: u32, number: u32, total: u32, len: u16) -> Vec<u8> {
+        let mut d = header();
+        d.extend_from_slice(&[0x80 | SEND_FRAGMENT, ch]);
+        d.extend_from_slice(&seq.to_be_bytes());
+        d.extend_from_slice(&start.to_be_bytes());
+        d.extend_from_slice(&len.to_be_bytes());
+        for v in [count, number, total, number * 1000] {
+            d.extend_from_slice(&v.to_be_bytes());
+        }
+        d.extend(std::iter::repeat_n(1u8, len as usize));
+        d
+    }
     fn connect(d: &mut Vec<u8>, id: u32) {
         d.extend_from_slice(&[0x80 | CONNECT, 0xFF, 0, 1, 0, 0, 0, 0]);
         for v in [1392u32, 65536, CHANNEL_COUNT as u32, 0, 0, 5000, 2, 2, id, 0] {
@@ -312,8 +429,7 @@ mod tests {
     #[test]
     fn honest_traffic_passes_and_advances_the_sequence() {
         let mut g = Guard::new();
-        let mut d = header();
-        connect(&mut d, 99);
+        let d = connect_datagram(99);
         assert_eq!(g.check(&d), Verdict::Pass);
         assert_eq!(g.check(&d), Verdict::Pass, "a repeated connect is the same peer");
         let mut d = header();
@@ -334,13 +450,8 @@ mod tests {
 
     #[test]
     fn what_would_pile_up_in_enet_is_refused_before_it_gets_there() {
-        let mut g = Guard::new();
-        let mut d = header();
-        connect(&mut d, 1);
-        assert_eq!(g.check(&d), Verdict::Pass);
-        let mut d = header();
-        connect(&mut d, 2);
-        assert_eq!(g.check(&d), Verdict::ExtraPeer, "a second peer from one session");
+        let mut g = connected();
+        assert_eq!(g.check(&connect_datagram(2)), Verdict::ExtraPeer, "a second peer from one session");
         let mut d = header();
         unreliable(&mut d, CH_INPUT, 0, 1, 0);
         assert_eq!(g.check(&d), Verdict::Malformed, "zero-length data");
@@ -385,7 +496,7 @@ mod tests {
                 d.extend_from_slice(&v.to_be_bytes());
             }
             d.extend(std::iter::repeat_n(1u8, len as usize));
-            Guard::new().check(&d)
+            connected().check(&d)
         };
         assert_eq!(frag(2, 0, 2000, 0, 1000, 1, 1), Verdict::Pass);
         assert_eq!(frag(2, 1, 2000, 1000, 1000, 2, 1), Verdict::Pass);
@@ -395,5 +506,56 @@ mod tests {
         assert_eq!(frag(2, 0, 2000, 0, 0, 1, 1), Verdict::Malformed, "empty fragment");
         assert_eq!(frag(2, 1, 2000, 1000, 100, 9, 1), Verdict::Malformed, "numbered off its start");
         assert_eq!(frag(40, 0, 1 << 20, 0, 100, 1, 1), Verdict::Malformed, "larger than any message");
+    }
+
+    /// What ENet never sees (or sees whole only later) must not move the guard's view
+    /// ahead of ENet's: an unfinished fragmented message holds everything after it.
+    #[test]
+    fn an_unfinished_message_or_a_datagram_enet_drops_cannot_open_a_gap_unseen() {
+        // Fragment 0 of 2 at number 1, then single commands 3, 4, ...: ENet waits at 1.
+        let mut g = connected();
+        assert_eq!(g.check(&fragment(CH_CONTROL, 1, 1, 2, 0, 2000, 100)), Verdict::Pass);
+        let mut verdict = Verdict::Pass;
+        for seq in 3..(3 + MAX_AHEAD as u16 + 2) {
+            let mut d = header();
+            reliable(&mut d, CH_CONTROL, seq, 1);
+            verdict = g.check(&d);
+            if verdict != Verdict::Pass {
+                break;
+            }
+        }
+        assert_eq!(verdict, Verdict::TooMuchAhead, "all of it counted: ENet holds it behind the open message");
+        // The message completes: delivered with what follows.
+        let mut g = connected();
+        assert_eq!(g.check(&fragment(CH_CONTROL, 1, 1, 2, 0, 2000, 100)), Verdict::Pass);
+        let mut d = header();
+        reliable(&mut d, CH_CONTROL, 3, 1);
+        assert_eq!(g.check(&d), Verdict::Pass);
+        assert_eq!(g.ahead(), 2);
+        assert_eq!(g.check(&fragment(CH_CONTROL, 2, 1, 2, 1, 2000, 100)), Verdict::Pass);
+        assert_eq!(g.ahead(), 0, "the whole message and number 3 went through");
+        // A second opening of the same message with other sizes is refused.
+        assert_eq!(g.check(&fragment(CH_CONTROL, 4, 4, 2, 0, 2000, 100)), Verdict::Pass);
+        assert_eq!(g.check(&fragment(CH_CONTROL, 5, 4, 3, 1, 3000, 100)), Verdict::Malformed);
+        // Sends to "no peer yet", or under another peer's header, never reach ENet.
+        let mut g = connected();
+        let mut d = vec![0x8F, 0xFF, 0, 0];
+        reliable(&mut d, CH_CONTROL, 1, 1);
+        assert_eq!(g.check(&d), Verdict::Malformed, "a send with no peer");
+        let mut d = header();
+        reliable(&mut d, CH_CONTROL, 1, 1);
+        assert_eq!(g.check(&d), Verdict::Pass);
+        let mut d = vec![0x90, 0x01, 0, 0];
+        reliable(&mut d, CH_CONTROL, 2, 1);
+        assert_eq!(g.check(&d), Verdict::Malformed, "another peer's header");
+        // Far behind: refused, so the two views never drift more than BEHIND apart.
+        let mut d = header();
+        reliable(&mut d, CH_CONTROL, 2u16.wrapping_sub(BEHIND + 5), 1);
+        assert_eq!(g.check(&d), Verdict::Malformed);
+        // Once disconnected, no new connection from this session.
+        let mut d = header();
+        d.extend_from_slice(&[0x80 | DISCONNECT, 0xFF, 0, 2, 0, 0, 0, 0]);
+        assert_eq!(g.check(&d), Verdict::Pass);
+        assert_eq!(g.check(&connect_datagram(1)), Verdict::ExtraPeer);
     }
 }

@@ -36,7 +36,7 @@ pub const RETIRE_AFTER: Duration = Duration::from_secs(2);
 /// Wrong passwords: a burst of this many per address, then one every `GUESS_REFILL`.
 pub const GUESS_BURST: f64 = 5.0;
 pub const GUESS_REFILL: Duration = Duration::from_secs(6);
-/// Wrong passwords for the whole server: a burst, then one a second.
+/// Wrong passwords for the whole server: a burst, then two a second.
 pub const GLOBAL_GUESS_BURST: f64 = 30.0;
 pub const GLOBAL_GUESS_REFILL: Duration = Duration::from_millis(500);
 /// An address that guessed wrong this recently waits behind addresses that did not.
@@ -464,8 +464,9 @@ impl SecureSocket {
         // The half-open pool: evict the oldest when full.
         let half = s.sessions.len() - confirmed;
         if half >= HALF_OPEN_MAX {
+            // Password checks waiting for a token are not evicted: they are answered.
             while let Some((a, t)) = s.half_open.pop_front() {
-                if s.sessions.get(&a).is_some_and(|x| !x.confirmed && x.created == t) {
+                if s.sessions.get(&a).is_some_and(|x| !x.confirmed && x.created == t && x.held.is_none()) {
                     s.sessions.remove(&a);
                     self.stats.evicted += 1;
                     break;
@@ -604,6 +605,16 @@ impl SecureSocket {
             return;
         }
         s.last_expire = now;
+        // Held password checks first (one that waited to the end is refused, not dropped):
+        // addresses with no wrong guess in the last ten minutes first, then oldest first.
+        let guessed = |ip: IpAddr| s.guesses.get(&address_key(ip)).is_some_and(|(_, last)| last.is_some());
+        let mut held: Vec<(bool, Instant, SocketAddr)> =
+            s.sessions.iter().filter_map(|(a, x)| x.held.map(|(_, t)| (guessed(a.ip()), t, *a))).collect();
+        held.sort();
+        for (_, _, a) in held {
+            self.judge(a, now);
+        }
+        let Side::Server(s) = &mut self.side else { return };
         let mut idle = 0;
         s.sessions.retain(|_, x| {
             let keep = if let Some(t) = x.retire_at {
@@ -612,8 +623,8 @@ impl SecureSocket {
                 now.duration_since(x.last_seen) < SESSION_IDLE
                     && (x.guard.connected() || now.duration_since(x.created) < CONNECT_DEADLINE)
                     && !(x.guard.disconnected && now.duration_since(x.last_seen) > RETIRE_AFTER)
-            } else if x.held.is_some() {
-                now.duration_since(x.created) < HANDSHAKE_DEADLINE + HOLD_MAX
+            } else if let Some((_, since)) = x.held {
+                now.duration_since(since) <= HOLD_MAX
             } else {
                 now.duration_since(x.created) < HANDSHAKE_DEADLINE
             };
@@ -631,17 +642,8 @@ impl SecureSocket {
         while s.half_open.front().is_some_and(|(a, t)| s.sessions.get(a).is_none_or(|x| x.created != *t)) {
             s.half_open.pop_front();
         }
-        // Held password checks: addresses with no wrong guess in the last ten minutes first
-        // (a player is not stuck behind guessers who already guessed), then oldest first.
-        let guessed = |ip: IpAddr| s.guesses.get(&address_key(ip)).is_some_and(|(_, last)| last.is_some());
-        let mut held: Vec<(bool, Instant, SocketAddr)> =
-            s.sessions.iter().filter_map(|(a, x)| x.held.map(|(_, t)| (guessed(a.ip()), t, *a))).collect();
         let confirmed = s.sessions.values().filter(|x| x.confirmed).count();
         self.stats.sessions = confirmed;
         self.stats.half_open = s.sessions.len() - confirmed;
-        held.sort();
-        for (_, _, a) in held {
-            self.judge(a, now);
-        }
     }
 }

@@ -34,8 +34,10 @@ pub struct Receiver {
 }
 
 impl Default for Receiver {
+    /// Empty: the buffers are made on first use (taking a receiver out and putting it back
+    /// must cost nothing).
     fn default() -> Self {
-        Receiver { bufs: vec![0; SLOT * BATCH], got: Vec::with_capacity(BATCH), kernel_dropped: 0 }
+        Receiver { bufs: Vec::new(), got: Vec::new(), kernel_dropped: 0 }
     }
 }
 
@@ -113,6 +115,9 @@ pub fn wait_readable(sock: &UdpSocket, timeout: Duration) {
 /// are none.
 pub fn receive(sock: &UdpSocket, r: &mut Receiver) -> io::Result<()> {
     r.got.clear();
+    if r.bufs.len() < SLOT * BATCH {
+        r.bufs = vec![0; SLOT * BATCH];
+    }
     #[cfg(target_os = "linux")]
     {
         receive_linux(sock, r)
@@ -135,20 +140,25 @@ pub fn receive(sock: &UdpSocket, r: &mut Receiver) -> io::Result<()> {
 #[cfg(target_os = "linux")]
 fn receive_linux(sock: &UdpSocket, r: &mut Receiver) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    const CONTROL: usize = 64;
+    // Ancillary data is read through `cmsghdr` pointers: its buffer must be aligned as one.
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
     let mut names: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
-    let mut control = [[0u8; CONTROL]; BATCH];
+    let mut control: [Control; BATCH] = std::array::from_fn(|_| Control([0; 64]));
     let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
     let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    // One pointer into the buffers, offset for each slot (no re-borrow per slot).
+    let base = r.bufs.as_mut_ptr();
     for i in 0..BATCH {
-        iov[i] = libc::iovec { iov_base: r.bufs[i * SLOT..].as_mut_ptr() as *mut libc::c_void, iov_len: SLOT };
+        // SAFETY: `bufs` holds BATCH slots of SLOT bytes (checked by the caller).
+        iov[i] = libc::iovec { iov_base: unsafe { base.add(i * SLOT) } as *mut libc::c_void, iov_len: SLOT };
         let h = &mut msgs[i].msg_hdr;
         h.msg_name = &mut names[i] as *mut libc::sockaddr_storage as *mut libc::c_void;
         h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         h.msg_iov = &mut iov[i];
         h.msg_iovlen = 1;
-        h.msg_control = control[i].as_mut_ptr() as *mut libc::c_void;
-        h.msg_controllen = CONTROL as _;
+        h.msg_control = control[i].0.as_mut_ptr() as *mut libc::c_void;
+        h.msg_controllen = std::mem::size_of::<Control>() as _;
     }
     let n = unsafe {
         libc::recvmmsg(
