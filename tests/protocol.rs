@@ -607,6 +607,27 @@ fn a_players_fan_travels_as_small_as_one_shot() {
     assert!(m.encode().len() > bytes.len());
 }
 
+/// Found by the fuzzer: an admin command with a right-to-left mark decoded, but re-encoded
+/// (cleaned) to something else. Strings with invisible characters are now refused.
+#[test]
+fn strings_with_invisible_characters_are_refused_so_decoding_round_trips() {
+    let bad = ClientMsg::Admin { password: "pw".into(), command: "kick\u{200F} 3".into() };
+    let mut b = vec![T_ADMIN, 2, b'p', b'w'];
+    let cmd = "kick\u{200F} 3".as_bytes();
+    b.push(cmd.len() as u8);
+    b.extend_from_slice(cmd);
+    assert!(ClientMsg::decode(&b).is_err(), "{bad:?}");
+    let crash: &[u8] = &[
+        5, 50, 32, 59, 32, 32, 32, 32, 32, 32, 107, 48, 32, 42, 32, 40, 32, 32, 32, 41, 32, 32, 32, 233, 130, 136, 41, 32,
+        32, 206, 136, 41, 38, 41, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 41, 32, 32, 32,
+        32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 40, 32, 32, 226, 128, 143, 41, 32, 40, 32, 32, 241, 130,
+        136, 136, 32,
+    ];
+    if let Ok(m) = ClientMsg::decode(crash) {
+        assert_eq!(ClientMsg::decode(&m.encode()).as_ref(), Ok(&m));
+    }
+}
+
 /// The client's whole vocabulary: greeting, input (movement, aim, buttons), content
 /// download, admin commands. Nothing else decodes, so there is no way to say "I grazed",
 /// "my flare went off there", "I revived them" or "I hit that": flares, grazes, revives and

@@ -154,7 +154,9 @@ impl<'a> Reader<'a> {
         }
         let b = self.take(n)?;
         let s = std::str::from_utf8(b).map_err(|_| DecodeError::BadValue(field))?;
-        if s.chars().any(|c| c.is_control()) {
+        // No control or invisible format characters (what `names::clip` would replace), so
+        // what decodes re-encodes to itself.
+        if s.chars().any(crate::protocol::names::invisible) {
             return Err(DecodeError::BadValue(field));
         }
         Ok(s.to_string())
