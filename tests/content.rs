@@ -114,6 +114,20 @@ fn bad_toml_is_reported_with_line_and_column() {
 }
 
 #[test]
+fn a_ship_out_of_range_is_an_error_at_its_field() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(d.path(), "ships.toml", "[wasp]\nname = \"Wasp\"\nstars = 1\nshots = 40\ncooldown = 1\n");
+    let (_, errs) = check(d.path());
+    assert!(errs.iter().any(|e| e.contains("ships.toml:4") && e.contains("shots must be 1..=9")), "{errs:?}");
+    assert!(errs.iter().any(|e| e.contains("ships.toml:5") && e.contains("cooldown must be 2..=60")), "{errs:?}");
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(d.path(), "ships.toml", "[wasp]\nname = \"Wasp\"\nshot = 3\n");
+    assert_error(d.path(), "ships.toml:3:", "unknown field `shot`");
+}
+
+#[test]
 fn missing_emitter_is_reported_where_it_is_referenced() {
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "mod.toml", MANIFEST);

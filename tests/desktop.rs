@@ -491,7 +491,7 @@ fn the_menus_work_with_a_gamepad_alone() {
     let mut got = None;
     for (i, b) in [vec![], vec![], vec![DPadDown], vec![], vec![South], vec![]].into_iter().enumerate() {
         pad_frame(&ctx, &b, |ui| {
-            if let Some(a) = game_menu(ui.ctx(), true, i == 0, None, None, false) {
+            if let Some(a) = game_menu(ui.ctx(), true, i == 0, None, None, false, &[]) {
                 got = Some(a);
             }
         });

@@ -1333,3 +1333,27 @@ fn a_joining_player_is_told_the_servers_records_for_the_portals() {
     assert_eq!((r[0].dungeon.as_str(), r[0].best_time_cs, r[0].best_score), ("warden_keep", 5330, 13_700));
     assert_eq!(r[0].party, "Ann");
 }
+
+#[test]
+fn a_player_picks_any_ship_the_content_has_and_nothing_else() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("pilot", LinkProfile::CLEAN);
+    for _ in 0..60 {
+        st.step(|_, _| InputSample::default());
+    }
+    let id = st.clients[0].player_id.unwrap();
+    let n = st.server.world.defs.ships.len() as u16;
+    st.clients[0].choose_ship(n - 1);
+    for _ in 0..10 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert_eq!(st.server.world.player(id).unwrap().ship, n - 1, "the last ship, chosen in the hub");
+    assert_eq!(st.server.stats.malformed, 0);
+    // A ship that does not exist is malformed, and changes nothing.
+    st.clients[0].choose_ship(n + 5);
+    for _ in 0..10 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert_eq!(st.server.world.player(id).unwrap().ship, n - 1);
+    assert_eq!(st.server.stats.malformed, 1);
+}

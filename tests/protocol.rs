@@ -31,6 +31,14 @@ fn golden_hello() {
 }
 
 #[test]
+fn golden_choose_ship() {
+    let m = ClientMsg::ChooseShip { ship: 3 };
+    assert_eq!(hex(&m.encode()), "06 03");
+    assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
+    assert!(ClientMsg::decode(&[6, 0x80, 0x80, 0x04]).is_err(), "a number past u16");
+}
+
+#[test]
 fn golden_admin_and_its_limits() {
     let m = ClientMsg::Admin { password: "pw".into(), command: "kick 3".into() };
     assert_eq!(hex(&m.encode()), "05 02 70 77 06 6b 69 63 6b 20 33");
@@ -618,10 +626,10 @@ fn strings_with_invisible_characters_are_refused_so_decoding_round_trips() {
     b.extend_from_slice(cmd);
     assert!(ClientMsg::decode(&b).is_err(), "{bad:?}");
     let crash: &[u8] = &[
-        5, 50, 32, 59, 32, 32, 32, 32, 32, 32, 107, 48, 32, 42, 32, 40, 32, 32, 32, 41, 32, 32, 32, 233, 130, 136, 41, 32,
-        32, 206, 136, 41, 38, 41, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 41, 32, 32, 32,
-        32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 40, 32, 32, 226, 128, 143, 41, 32, 40, 32, 32, 241, 130,
-        136, 136, 32,
+        5, 50, 32, 59, 32, 32, 32, 32, 32, 32, 107, 48, 32, 42, 32, 40, 32, 32, 32, 41, 32, 32, 32, 233, 130, 136, 41,
+        32, 32, 206, 136, 41, 38, 41, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 41, 32,
+        32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 226, 128, 136, 41, 32, 40, 32, 32, 226, 128, 143, 41, 32, 40, 32,
+        32, 241, 130, 136, 136, 32,
     ];
     if let Ok(m) = ClientMsg::decode(crash) {
         assert_eq!(ClientMsg::decode(&m.encode()).as_ref(), Ok(&m));
@@ -629,13 +637,13 @@ fn strings_with_invisible_characters_are_refused_so_decoding_round_trips() {
 }
 
 /// The client's whole vocabulary: greeting, input (movement, aim, buttons), content
-/// download, admin commands. Nothing else decodes, so there is no way to say "I grazed",
+/// download, admin commands, the ship it flies. Nothing else decodes, so there is no way to say "I grazed",
 /// "my flare went off there", "I revived them" or "I hit that": flares, grazes, revives and
 /// hits are decided by the server from the buttons alone (see `tests/simulation.rs`).
 #[test]
 fn a_client_has_no_message_for_a_graze_a_flare_a_revive_or_a_hit() {
     let mut rng = hailfire::sim::rng::Rng::new(3);
-    let known = [T_HELLO, T_INPUT, T_CONTENT_WANT, T_CONTENT_READY, T_ADMIN];
+    let known = [T_HELLO, T_INPUT, T_CONTENT_WANT, T_CONTENT_READY, T_ADMIN, T_CHOOSE_SHIP];
     for t in 0..=255u8 {
         let mut decoded = 0;
         for _ in 0..200 {

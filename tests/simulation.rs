@@ -913,3 +913,36 @@ fn when_the_last_one_standing_leaves_a_downed_teammate_the_run_fails() {
         "nobody is left to revive: failed at once, not after the downed timer"
     );
 }
+
+#[test]
+fn a_ship_fires_its_pattern_from_content() {
+    let volleys = |ship: &str, buttons: u8| {
+        let (mut w, _) = in_dungeon(14);
+        let k = w.defs.ships.keys().position(|id| id == ship).expect("a shipped ship") as u16;
+        w.player_mut(1).unwrap().ship = k;
+        skip_grace(&mut w, 1);
+        let mut shots = Vec::new();
+        for _ in 0..60 {
+            for e in step_with(&mut w, 1, Vec2::ZERO, BTN_FIRE | buttons) {
+                match e {
+                    SimEvent::BulletSpawned { spawn, .. } if spawn.team == Team::Player => shots.push(1),
+                    SimEvent::BurstSpawned { burst, .. } if burst.shape.team == Team::Player => {
+                        shots.push(burst.count as usize)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        shots
+    };
+    let d = base().defs.clone();
+    for (id, s) in &d.ships {
+        let v = volleys(id, 0);
+        assert_eq!(v.len() as u32, 60 / s.cooldown + u32::from(60 % s.cooldown != 0), "{id}: volleys a second");
+        assert!(v.iter().all(|&n| n == s.shots as usize), "{id}: {v:?}");
+        let f = volleys(id, BTN_FOCUS);
+        assert!(f.iter().all(|&n| n == s.focus_shots as usize), "{id} focused: {f:?}");
+    }
+    assert!(d.ships.len() >= 4, "four ships ship");
+    assert_eq!(d.ships.keys().next().map(String::as_str), Some("arrow"), "everyone starts in the Arrow");
+}

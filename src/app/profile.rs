@@ -64,6 +64,16 @@ impl Profile {
         Profile { path: Some(path.to_path_buf()), dungeons }
     }
 
+    /// Stars earned over every dungeon.
+    pub fn total_stars(&self) -> u32 {
+        self.dungeons.values().map(|b| (b.stars & 7).count_ones()).sum()
+    }
+
+    /// Whether a ship needing `stars` is unlocked.
+    pub fn unlocks(&self, stars: u32) -> bool {
+        stars <= self.total_stars()
+    }
+
     /// Counts a run this player (`me`) took part in; saves. Returns the stars it earned
     /// that were new.
     pub fn count(&mut self, run: &RunSummary, me: Option<u32>) -> u8 {
@@ -135,6 +145,9 @@ mod tests {
         let back = Profile::load(&path);
         let b = &back.dungeons["warden_keep"];
         assert_eq!((b.stars_text().as_str(), b.best_time_s, b.clears, b.runs), ("3 of 3 stars", 90.0, 3, 4));
+        // Stars unlock ships: three here, so a 2-star ship is free and a 4-star one is not.
+        assert_eq!(back.total_stars(), 3);
+        assert!(back.unlocks(0) && back.unlocks(2) && back.unlocks(3) && !back.unlocks(4));
         std::fs::write(&path, "nonsense = [").unwrap();
         assert!(Profile::load(&path).dungeons.is_empty() && path.with_extension("toml.bad").exists());
     }

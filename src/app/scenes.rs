@@ -10,8 +10,10 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
-pub const SCENES: [&str; 10] =
-    ["bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare"];
+pub const SCENES: [&str; 12] = [
+    "bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare", "ships",
+    "spectate",
+];
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
@@ -241,6 +243,18 @@ fn run_scene(content: &Content, name: &str) -> Fixture {
                 p.flags |= F_FOCUS;
             }
         }
+        "spectate" => {
+            // Out of the run: the own ship a dim wreck, the others fighting on.
+            hud.dead = true;
+            hud.out = true;
+            hud.hp = 0;
+            hud.lockout_left = 0.0;
+            hud.leave_key = "F / B".into();
+            for p in f.players.iter_mut().filter(|p| p.id == 1) {
+                p.flags = F_DEAD | crate::protocol::messages::F_OUT;
+                p.hp = 0;
+            }
+        }
         _ => {
             // The flare's clearing, as the server does it (the field's bullets were
             // spawned before the flare's tick).
@@ -287,16 +301,40 @@ fn menu_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> any
     render::render_to_rgba(gpu, &mut renderer, size, &cam, &sprites, Some(&mut ui))
 }
 
+/// The in-game menu in the hub with the content's ships, as a player with 3 stars sees it:
+/// the Arrow flown, the Comet free to pick, the others locked with the stars they need.
+fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    use crate::app::ui::menu::{self, ShipChoice};
+    let stars = 3;
+    let ships: Vec<ShipChoice> = content
+        .defs
+        .ships
+        .values()
+        .enumerate()
+        .map(|(k, s)| ShipChoice { name: s.name.clone(), stars: s.stars, unlocked: s.stars <= stars, flown: k == 0 })
+        .collect();
+    let ctx = egui::Context::default();
+    let mut ui = egui_frame(&ctx, size, |ui| {
+        menu::game_menu(ui.ctx(), false, false, None, None, false, &ships);
+    });
+    let cam = Camera::fit(Vec2::new(960.0, 640.0), size, 0.0);
+    let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    render::render_to_rgba(gpu, &mut renderer, size, &cam, &[], Some(&mut ui))
+}
+
 /// Renders a named scene at `size`; returns RGBA8 pixels.
 pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
     if name == "title" || name == "settings" {
         return menu_scene(gpu, content, name, size);
     }
+    if name == "ships" {
+        return ships_scene(gpu, content, size);
+    }
     let mut f = match name {
         "bullets" => bullet_field(content),
         "boss_hud" => boss_fight(content, false),
         "death" | "hit" => boss_fight(content, name == "death"),
-        "summary" | "downed" | "focus" | "flare" => run_scene(content, name),
+        "summary" | "downed" | "focus" | "flare" | "spectate" => run_scene(content, name),
         other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
     };
     let looks = crate::sim::ClientDefs::from_defs(&content.defs);

@@ -40,6 +40,8 @@ pub struct Session {
     pub flares_seen: Vec<(Vec2, Instant)>,
     /// Personal bests and stars (the data folder's profile.toml).
     pub profile: crate::app::profile::Profile,
+    /// Whether the remembered ship was asked for since joining.
+    pub ship_sent: bool,
     /// The address joined (None when hosting).
     pub addr: Option<String>,
     /// The address to add to the recent servers once the join has succeeded.
@@ -127,6 +129,7 @@ impl Session {
             fire_cd: 0,
             banner: None,
             flares_seen: Vec::new(),
+            ship_sent: false,
             profile: crate::app::profile::Profile::default_path()
                 .map(|p| crate::app::profile::Profile::load(&p))
                 .unwrap_or_default(),
@@ -451,6 +454,26 @@ impl Session {
         }
         let boss = self.client.view.as_ref().and_then(|v| v.latest()).is_some_and(|s| s.boss.is_some());
         audio.music(Some(boss));
+    }
+
+    /// The content's ships as the menu offers them: unlocked by the stars this player has
+    /// earned (every dungeon's together), `chosen` (an id) marked flown.
+    pub fn ship_choices(&self, chosen: &str) -> Vec<crate::app::ui::menu::ShipChoice> {
+        let Some(defs) = self.client.defs() else { return Vec::new() };
+        let chosen = if defs.ships.iter().any(|s| s.id == chosen) {
+            chosen.to_string()
+        } else {
+            defs.ships.first().map(|s| s.id.clone()).unwrap_or_default()
+        };
+        defs.ships
+            .iter()
+            .map(|s| crate::app::ui::menu::ShipChoice {
+                name: s.name.clone(),
+                stars: s.stars,
+                unlocked: self.profile.unlocks(s.stars),
+                flown: s.id == chosen,
+            })
+            .collect()
     }
 
     /// Whether the host's server is paused now (hosting alone, menu open).

@@ -188,6 +188,8 @@ pub struct Settings {
     pub show_net_overlay: bool,
     /// Most recent first, at most 8.
     pub recent_servers: Vec<String>,
+    /// The ship last picked (its id in the content; empty: the first).
+    pub ship: String,
     /// UDP port to host on.
     pub host_port: u16,
     /// Address to host on: "0.0.0.0" lets friends in; "127.0.0.1" keeps it to this machine.
@@ -204,6 +206,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             name: "Pilot".into(),
+            ship: String::new(),
             master_volume: 0.8,
             sfx_volume: 0.8,
             music_volume: 0.5,

@@ -287,6 +287,14 @@ impl App {
         }
         let now_ms = s.game_ms();
         s.client.update(now_ms, sample);
+        if s.client.is_joined() && !s.ship_sent {
+            // The ship picked last time, if this server has it and it is still earned.
+            s.ship_sent = true;
+            let choices = s.ship_choices(&self.settings.ship);
+            if let Some(k) = choices.iter().position(|c| c.flown && c.unlocked) {
+                s.client.choose_ship(k as u16);
+            }
+        }
         if s.client.is_joined() {
             if let Some(a) = s.remember.take() {
                 self.settings.remember_server(&a);
@@ -576,6 +584,7 @@ impl App {
                         s.host_info.as_deref(),
                         others.as_deref(),
                         s.paused(),
+                        &s.ship_choices(&self.settings.ship),
                     );
                     s.menu_focus = false;
                 }
@@ -691,6 +700,13 @@ impl App {
                 Some(menu::GameMenuAction::Quit) => self.quit(el),
                 Some(menu::GameMenuAction::Kick(id)) => s.host_command(&format!("kick {id} kicked by the host")),
                 Some(menu::GameMenuAction::Ban(id)) => s.host_command(&format!("ban {id} banned by the host")),
+                Some(menu::GameMenuAction::Ship(k)) => {
+                    s.client.choose_ship(k);
+                    if let Some(id) = s.client.defs().and_then(|d| d.ships.get(k as usize)).map(|sh| sh.id.clone()) {
+                        self.settings.ship = id;
+                        let _ = self.settings.save();
+                    }
+                }
                 None => {}
             }
         }

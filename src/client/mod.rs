@@ -384,6 +384,15 @@ impl<T: Transport> Client<T> {
         self.phase == Phase::Joined && self.view.is_some()
     }
 
+    /// Flies ship number `ship` (an index into the content's ships) from the next volley;
+    /// the server takes it in the hub.
+    pub fn choose_ship(&mut self, ship: u16) {
+        if self.is_joined() {
+            let msg = ClientMsg::ChooseShip { ship };
+            self.net.send(0, crate::protocol::CH_CONTROL, &msg.encode());
+        }
+    }
+
     /// Sends a console command for the server to run (needs its admin password; the
     /// answers arrive as notices).
     pub fn admin(&mut self, password: &str, command: &str) {

@@ -30,6 +30,7 @@ pub struct ParsedMod {
     pub enemies: Vec<EnemyDef>,
     pub bosses: Vec<BossDef>,
     pub dungeons: Vec<DungeonDef>,
+    pub ships: Vec<ShipDef>,
     pub hub: Option<HubDef>,
     pub emitters: Vec<EmitterSource>,
     /// file name (`enemies.toml`) -> document, for locating references.
@@ -273,6 +274,7 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         read_defs(&mut files, dir, &shown, "bullets.toml", &id, &mut docs, diags, |d: &mut BulletKindDef, k| d.id = k);
     let enemies =
         read_defs(&mut files, dir, &shown, "enemies.toml", &id, &mut docs, diags, |d: &mut EnemyDef, k| d.id = k);
+    let ships = read_defs(&mut files, dir, &shown, "ships.toml", &id, &mut docs, diags, |d: &mut ShipDef, k| d.id = k);
     let bosses =
         read_defs(&mut files, dir, &shown, "bosses.toml", &id, &mut docs, diags, |d: &mut BossDef, k| d.id = k);
     let dungeons =
@@ -298,7 +300,8 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            let known = ["mod.toml", "bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml", "hub.toml"];
+            let known =
+                ["mod.toml", "bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml", "hub.toml", "ships.toml"];
             if name.ends_with(".toml") && !known.contains(&name.as_str()) {
                 diags.push(Diagnostic::warning(
                     Some(&id),
@@ -367,13 +370,14 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         .chain(enemies.iter().map(|e| e.id.as_str()))
         .chain(bosses.iter().map(|b| b.id.as_str()))
         .chain(dungeons.iter().map(|d| d.id.as_str()))
+        .chain(ships.iter().map(|d| d.id.as_str()))
         .collect();
-    for f in ["bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml"] {
+    for f in ["bullets.toml", "enemies.toml", "bosses.toml", "dungeons.toml", "ships.toml"] {
         if let Some(doc) = docs.get(f) {
             broken.extend(doc.keys.iter().filter(|k| !parsed_ids.contains(&k.as_str())).cloned());
         }
     }
-    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, hub, emitters, docs, broken, ok })
+    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, ships, hub, emitters, docs, broken, ok })
 }
 
 /// Refuses mods with missing or incompatible dependencies, unsupported game versions or
@@ -513,6 +517,9 @@ pub fn merge(mods: &[ParsedMod]) -> (Defs, BTreeMap<String, EmitterSource>) {
         for e in &m.enemies {
             defs.enemies.insert(e.id.clone(), e.clone());
         }
+        for sh in &m.ships {
+            defs.ships.insert(sh.id.clone(), sh.clone());
+        }
         for b in &m.bosses {
             defs.bosses.insert(b.id.clone(), b.clone());
         }
@@ -599,6 +606,37 @@ pub fn check_refs(
                 "",
                 format!("enemy '{}' is hostile but has no emitter: enemies hurt only through bullets (set hostile = false for a harmless one)", e.id),
             );
+        }
+    }
+    for sh in &m.ships {
+        let f = "ships.toml";
+        let bad = |what: &str| format!("ship '{}': {what}", sh.id);
+        if sh.name.is_empty() || sh.name.len() > 64 || sh.name.chars().any(char::is_control) {
+            err(f, &sh.id, "name", bad("name must be 1..64 bytes of text"));
+        }
+        if !color_ok(&sh.color) {
+            err(f, &sh.id, "color", bad("color must look like \"#ff8040\""));
+        }
+        if sh.stars > 1000 {
+            err(f, &sh.id, "stars", bad("stars must be 0..=1000"));
+        }
+        for (field, n) in [("shots", sh.shots), ("focus_shots", sh.focus_shots)] {
+            if !(1..=9).contains(&n) {
+                err(f, &sh.id, field, bad(&format!("{field} must be 1..=9")));
+            }
+        }
+        for (field, d) in [("spread", sh.spread), ("focus_spread", sh.focus_spread)] {
+            if !(d.is_finite() && (0.0..=45.0).contains(&d)) {
+                err(f, &sh.id, field, bad(&format!("{field} must be 0..=45 degrees")));
+            }
+        }
+        for (field, c) in [("cooldown", sh.cooldown), ("focus_cooldown", sh.focus_cooldown)] {
+            if !(2..=60).contains(&c) {
+                err(f, &sh.id, field, bad(&format!("{field} must be 2..=60 ticks")));
+            }
+        }
+        if sh.damage.is_some_and(|d| !(1..=100).contains(&d)) {
+            err(f, &sh.id, "damage", bad("damage must be 1..=100"));
         }
     }
     for b in &m.bosses {

@@ -7,13 +7,14 @@
 //! make a client accept anything a mod on disk could not express. Every count, length and
 //! number is bounded (the `MAX_*` constants below, documented in `docs/PROTOCOL.md`).
 //!
-//! Layout (format 1; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
+//! Layout (format 2; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
 //! `f32` IEEE bits, `rgb` 3 bytes):
 //! `"HFC" u8 format, var nb, nb x (str id, f32 radius, rgb, u8 shape),
 //!  var ne, ne x (str id, str name, f32 radius, rgb),
 //!  var nB, nB x (str id, str name, f32 radius, rgb, var np, np x str phase),
 //!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py),
-//!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius`.
+//!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius,
+//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use thiserror::Error;
 use super::wire::{DecodeError, Reader, Writer};
 use crate::sim::client_defs::*;
 pub use crate::sim::client_defs::{
-    validate, MAX_BOSSES, MAX_BULLET_KINDS, MAX_DUNGEONS, MAX_ENEMIES, MAX_ID, MAX_NAME, MAX_PHASES,
+    validate, MAX_BOSSES, MAX_BULLET_KINDS, MAX_DUNGEONS, MAX_ENEMIES, MAX_ID, MAX_NAME, MAX_PHASES, MAX_SHIPS,
 };
 use crate::sim::defs::{HubDef, Shape};
 
@@ -33,7 +34,7 @@ pub const MAX_CONTENT_BYTES: usize = 4 << 20;
 /// Payload of one `ContentChunk` message: one datagram under ENet's MTU.
 pub const CONTENT_CHUNK: usize = 1024;
 const MAGIC: &[u8; 3] = b"HFC";
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
 
 /// SHA-256 of the encoded content: what a client offers and what the cache is keyed by.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -177,6 +178,13 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
     for v in [d.hub.arena[0], d.hub.arena[1], d.hub.spawn[0], d.hub.spawn[1], d.hub.portal_radius] {
         f32w(&mut w, v);
     }
+    w.var(d.ships.len() as u64);
+    for sh in &d.ships {
+        w.str(&sh.id);
+        w.str(&sh.name);
+        w.var(sh.stars as u64);
+        rgb(&mut w, sh.color);
+    }
     w.buf
 }
 
@@ -261,8 +269,18 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         spawn: [read_f32(&mut r)?, read_f32(&mut r)?],
         portal_radius: read_f32(&mut r)?,
     };
+    let ns = r.count(MAX_SHIPS, 6, "ships")?;
+    let mut ships = Vec::with_capacity(ns);
+    for _ in 0..ns {
+        ships.push(ShipLook {
+            id: r.str(MAX_ID, "ship id")?,
+            name: r.str(MAX_NAME, "ship name")?,
+            stars: r.var_u32("ship stars")?,
+            color: read_rgb(&mut r)?,
+        });
+    }
     r.finish()?;
-    Ok(ClientDefs { bullets, enemies, bosses, dungeons, hub })
+    Ok(ClientDefs { bullets, enemies, bosses, dungeons, hub, ships })
 }
 
 /// Content the client keeps by digest, in the cache directory, so a second join to the

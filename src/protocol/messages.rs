@@ -93,10 +93,15 @@ pub enum ClientMsg {
     /// `Notice`s and cuts off a player who guesses wrong three times.
     /// `u8 type, str password (1..=64 bytes), str command (1..=200 bytes)`.
     Admin { password: String, command: String },
+    /// Type 6, CONTROL, in the hub: fly this ship (an index into the content's ships by
+    /// id). The server checks only that it exists: unlocking by stars is the player's
+    /// own record (co-op has nobody to cheat against). `u8 type, var ship`.
+    ChooseShip { ship: u16 },
 }
 
 pub const T_HELLO: u8 = 1;
 pub const T_ADMIN: u8 = 5;
+pub const T_CHOOSE_SHIP: u8 = 6;
 /// Longest admin password and console command a client may send, in bytes.
 pub const MAX_ADMIN_PASSWORD: usize = 64;
 pub const MAX_COMMAND: usize = 200;
@@ -137,6 +142,10 @@ impl ClientMsg {
                     w.u16(f.aim);
                     w.u8(f.buttons);
                 }
+            }
+            ClientMsg::ChooseShip { ship } => {
+                w.u8(T_CHOOSE_SHIP);
+                w.var(*ship as u64);
             }
             ClientMsg::Admin { password, command } => {
                 w.u8(T_ADMIN);
@@ -206,6 +215,9 @@ impl ClientMsg {
                     return Err(DecodeError::BadValue("command"));
                 }
                 ClientMsg::Admin { password, command }
+            }
+            T_CHOOSE_SHIP => {
+                ClientMsg::ChooseShip { ship: u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("ship"))? }
             }
             t => return Err(DecodeError::UnknownType(t)),
         };

@@ -393,6 +393,14 @@ impl<T: Transport> Server<T> {
                 let player = *player;
                 match ClientMsg::decode(data) {
                     Ok(ClientMsg::Admin { password, command }) => self.on_admin(peer, player, &password, command),
+                    // Any ship the content has, picked in the hub (a fight keeps its ship).
+                    Ok(ClientMsg::ChooseShip { ship }) if (ship as usize) < self.world.defs.ships.len() => {
+                        let in_hub = self.world.instance_of(player) == Some(self.world.hub);
+                        if let (true, Some(p)) = (in_hub, self.world.player_mut(player)) {
+                            p.ship = ship;
+                        }
+                    }
+                    Ok(ClientMsg::ChooseShip { .. }) => self.malformed(peer, "no such ship"),
                     Ok(_) => self.malformed(peer, "unexpected message on the control channel"),
                     Err(e) => self.malformed(peer, &e.to_string()),
                 }

@@ -18,6 +18,17 @@ pub const MAX_BOSSES: usize = 1024;
 pub const MAX_PHASES: usize = 32;
 pub const MAX_DUNGEONS: usize = 1024;
 pub const MAX_ID: usize = 64;
+pub const MAX_SHIPS: usize = 64;
+
+/// A ship as the ship select shows it (how it fires is server-side).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShipLook {
+    pub id: String,
+    pub name: String,
+    /// Stars a player needs to fly it.
+    pub stars: u32,
+    pub color: [u8; 3],
+}
 pub const MAX_NAME: usize = 64;
 /// Arena sides, px (as the mod loader requires).
 pub const ARENA_MIN: f32 = 64.0;
@@ -74,6 +85,8 @@ pub struct ClientDefs {
     pub bosses: Vec<BossLook>,
     pub dungeons: Vec<DungeonInfo>,
     pub hub: HubDef,
+    /// Ships, sorted by id (a ship's number is its index here).
+    pub ships: Vec<ShipLook>,
 }
 
 /// `#rrggbb` as bytes; anything else is white (the mod loader refuses bad colours first).
@@ -137,6 +150,16 @@ impl ClientDefs {
                 })
                 .collect(),
             hub: d.hub.clone(),
+            ships: d
+                .ships
+                .iter()
+                .map(|(id, sh)| ShipLook {
+                    id: id.clone(),
+                    name: sh.name.clone(),
+                    stars: sh.stars,
+                    color: parse_color(&sh.color),
+                })
+                .collect(),
         }
     }
 
@@ -173,11 +196,26 @@ fn positive_upto(v: f32, hi: f32) -> bool {
 /// Checks every value and reference of client-side content: the rules a mod on disk is
 /// held to by the loader, and the ones the renderer and the wire rely on.
 pub fn validate(d: &ClientDefs) -> Result<(), String> {
+    for (k, sh) in d.ships.iter().enumerate() {
+        let ok_id = !sh.id.is_empty()
+            && sh.id.len() <= MAX_ID
+            && sh.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !ok_id || (k > 0 && d.ships[k - 1].id >= sh.id) {
+            return Err(format!("ship '{}': ids must be unique, sorted, of a-z 0-9 _", sh.id));
+        }
+        if sh.name.is_empty() || sh.name.len() > MAX_NAME || sh.name.chars().any(crate::protocol::names::invisible) {
+            return Err(format!("ship '{}': a name of 1..={MAX_NAME} bytes of text", sh.id));
+        }
+        if sh.stars > 1000 {
+            return Err(format!("ship '{}': stars must be 0..=1000", sh.id));
+        }
+    }
     let counts = [
         ("bullet kinds", d.bullets.len(), MAX_BULLET_KINDS),
         ("enemies", d.enemies.len(), MAX_ENEMIES),
         ("bosses", d.bosses.len(), MAX_BOSSES),
         ("dungeons", d.dungeons.len(), MAX_DUNGEONS),
+        ("ships", d.ships.len(), MAX_SHIPS),
     ];
     for (what, n, max) in counts {
         if n > max {

@@ -323,10 +323,64 @@ impl Default for HubDef {
 }
 
 /// All definitions after every mod is merged. Kinds are indexed by `u16` on the wire.
+/// A ship players fly: its look and how it fires, unfocused and focused. Defined in
+/// content (`ships.toml`), so mods add ships; unlocked by stars (the player's own record:
+/// the server checks only that a ship exists).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ShipDef {
+    #[serde(skip)]
+    pub id: String,
+    pub name: String,
+    /// Stars (over every dungeon) a player needs to fly it.
+    #[serde(default)]
+    pub stars: u32,
+    #[serde(default = "default_ship_color")]
+    pub color: String,
+    /// Unfocused: shots in a fan, degrees between them, ticks between volleys.
+    #[serde(default = "default_ship_shots")]
+    pub shots: u16,
+    #[serde(default = "default_ship_spread")]
+    pub spread: f32,
+    #[serde(default = "default_ship_cooldown")]
+    pub cooldown: u32,
+    /// Focused: the same, narrower and denser as a ship wishes.
+    #[serde(default = "default_one")]
+    pub focus_shots: u16,
+    #[serde(default)]
+    pub focus_spread: f32,
+    #[serde(default = "default_ship_focus_cooldown")]
+    pub focus_cooldown: u32,
+    /// Damage of each shot (the player bullet kind's when absent).
+    #[serde(default)]
+    pub damage: Option<i32>,
+}
+
+fn default_ship_color() -> String {
+    "#bfffff".into()
+}
+fn default_ship_shots() -> u16 {
+    3
+}
+fn default_ship_spread() -> f32 {
+    9.0
+}
+fn default_ship_cooldown() -> u32 {
+    6
+}
+fn default_one() -> u16 {
+    1
+}
+fn default_ship_focus_cooldown() -> u32 {
+    4
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Defs {
     pub bullets: Vec<BulletKindDef>,
     pub enemies: BTreeMap<String, EnemyDef>,
+    /// Ships, by id (a player's ship is an index into this order; none: the built-in one).
+    pub ships: BTreeMap<String, ShipDef>,
     pub bosses: BTreeMap<String, BossDef>,
     pub dungeons: BTreeMap<String, DungeonDef>,
     pub hub: HubDef,

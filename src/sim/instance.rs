@@ -401,7 +401,15 @@ impl Instance {
             p.fire_cooldown = p.fire_cooldown.saturating_sub(1);
             if inp.held(BTN_FIRE) && p.grace == 0 && p.fire_cooldown == 0 {
                 let focus = p.focus;
-                p.fire_cooldown = if focus { FOCUS_FIRE_COOLDOWN_TICKS } else { PLAYER_FIRE_COOLDOWN_TICKS };
+                // The ship's pattern (content), else the built-in one.
+                let ship = defs.ships.values().nth(p.ship as usize);
+                let (shots, spread, cooldown) = match (ship, focus) {
+                    (Some(s), false) => (s.shots, s.spread, s.cooldown),
+                    (Some(s), true) => (s.focus_shots, s.focus_spread, s.focus_cooldown),
+                    (None, false) => (FAN_SHOTS, FAN_SPREAD_DEG, PLAYER_FIRE_COOLDOWN_TICKS),
+                    (None, true) => (1, 0.0, FOCUS_FIRE_COOLDOWN_TICKS),
+                };
+                p.fire_cooldown = cooldown.max(1);
                 let dir = Vec2::from_angle_deg(p.aim);
                 let shot = ShotCmd {
                     pos: p.pos + dir * PLAYER_MUZZLE_OFFSET,
@@ -413,20 +421,20 @@ impl Instance {
                     accel: 0.0,
                     turn: 0.0,
                     max_speed: f32::INFINITY,
-                    damage: self.player_damage,
+                    damage: ship.and_then(|s| s.damage).unwrap_or(self.player_damage),
                 };
                 let first = self.next_uid;
-                let shooter = p.id;
-                if focus || hub {
+                let shooter = self.players[i].id;
+                if shots <= 1 || hub {
                     self.spawn_bullet(tick, &shot, Team::Player, events);
                 } else {
-                    // Unfocused: a fan, one event.
-                    let deg = FAN_SPREAD_DEG * (FAN_SHOTS - 1) as f32;
+                    // A fan, one event.
+                    let deg = spread * (shots - 1) as f32;
                     let fan = BurstCmd {
                         shot: ShotCmd { angle: shot.angle - deg / 2.0, ..shot },
-                        count: FAN_SHOTS,
-                        span: fan_span(),
-                        div: FAN_SHOTS - 1,
+                        count: shots,
+                        span: (deg * super::bullets::grid::ANGLE) as u32,
+                        div: shots - 1,
                         offset: 0.0,
                     };
                     self.spawn_burst_of(tick, &fan, Team::Player, events);

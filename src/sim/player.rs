@@ -97,6 +97,8 @@ pub struct Player {
     pub flare_held: bool,
     /// This player's bit in each bullet's graze mark (0..64, unique in its instance).
     pub slot: u8,
+    /// The ship flown: an index into the content's ships by id (0: the first).
+    pub ship: u16,
     pub stats: RunStats,
     pub queue: VecDeque<InputFrame>,
     pub held: InputFrame,
@@ -132,6 +134,7 @@ impl Player {
             graze_charge: 0,
             flare_held: false,
             slot: 0,
+            ship: 0,
             stats: RunStats::default(),
             queue: VecDeque::new(),
             held: InputFrame::default(),

@@ -355,22 +355,14 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             );
         }
     } else if hud.dead && hud.out && hud.summary.is_none() {
-        p.text(
-            Pos2::new(screen.center().x, 80.0),
-            Align2::CENTER_TOP,
-            "Out: watching the others until the run ends",
-            FontId::proportional(22.0),
-            Color32::from_rgb(220, 220, 235),
-        );
+        let mut text = "Out: watching the others until the run ends".to_string();
         if !hud.leave_key.is_empty() && hud.lockout_left <= 0.0 {
-            p.text(
-                Pos2::new(screen.center().x, 110.0),
-                Align2::CENTER_TOP,
-                format!("hold {} to leave for the hub", hud.leave_key),
-                FontId::proportional(15.0),
-                Color32::from_gray(190),
-            );
+            text = format!("{text}\nhold {} to leave for the hub", hud.leave_key);
         }
+        let g = p.layout(text, FontId::proportional(20.0), Color32::from_rgb(225, 225, 240), 600.0);
+        let r = Rect::from_center_size(Pos2::new(screen.center().x, 96.0), g.size() + EVec2::new(24.0, 12.0));
+        p.rect_filled(r, 6.0, Color32::from_rgba_unmultiplied(0, 0, 0, 190));
+        p.galley(r.min + EVec2::new(12.0, 6.0), g, Color32::WHITE);
     } else if hud.dead && hud.summary.is_none() {
         p.rect_filled(screen, 0.0, Color32::from_rgba_unmultiplied(40, 0, 0, 140));
         egui::Area::new(egui::Id::unique("death")).anchor(Align2::CENTER_CENTER, EVec2::ZERO).show(ctx, |ui| {

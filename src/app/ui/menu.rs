@@ -660,6 +660,18 @@ pub enum GameMenuAction {
     /// The host removes a player (by player id): kick, or ban (name and address).
     Kick(u32),
     Ban(u32),
+    /// Fly this ship (index in the content's ships).
+    Ship(u16),
+}
+
+/// A ship as the menu offers it: name, stars needed, whether the player has them, and
+/// whether it is the one flown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShipChoice {
+    pub name: String,
+    pub stars: u32,
+    pub unlocked: bool,
+    pub flown: bool,
 }
 
 /// The in-game menu. In a dungeon it warns, honestly, what leaving costs.
@@ -671,6 +683,7 @@ pub fn game_menu(
     host_info: Option<&str>,
     players: Option<&[(u32, String)]>,
     paused: bool,
+    ships: &[ShipChoice],
 ) -> Option<GameMenuAction> {
     let mut action = None;
     egui::Area::new(egui::Id::unique("game_menu")).anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO).show(ctx, |ui| {
@@ -697,6 +710,24 @@ pub fn game_menu(
                 }
                 if ui.add(big("Settings")).clicked() {
                     action = Some(GameMenuAction::Settings);
+                }
+                // Ships, picked in the hub; stars (from clears) unlock them.
+                if !ships.is_empty() && !in_dungeon {
+                    ui.add_space(6.0);
+                    ui.label(RichText::new("Ship").size(15.0).color(Color32::from_gray(200)));
+                    ui.horizontal_wrapped(|ui| {
+                        for (k, sh) in ships.iter().enumerate() {
+                            let label = if sh.unlocked {
+                                sh.name.clone()
+                            } else {
+                                format!("{} ({} stars)", sh.name, sh.stars)
+                            };
+                            let b = egui::Button::new(RichText::new(label).size(15.0)).selected(sh.flown);
+                            if ui.add_enabled(sh.unlocked, b).clicked() {
+                                action = Some(GameMenuAction::Ship(k as u16));
+                            }
+                        }
+                    });
                 }
                 if in_dungeon {
                     if ui.add(big("Return to hub")).clicked() {
