@@ -658,6 +658,20 @@ fn step_each(w: &mut World, inputs: &[(u32, Vec2, u8)]) -> Vec<SimEvent> {
     w.step().to_vec()
 }
 
+/// Two players in the Warden's Keep, their arrival grace over.
+fn pair_in_dungeon(seed: u64) -> (World, InstanceId) {
+    let mut w = world(seed);
+    for id in [1, 2] {
+        w.add_player(id, "p");
+        w.enter_dungeon(id, "warden_keep");
+    }
+    let inst = w.instance_of(1).unwrap();
+    for _ in 0..SPAWN_GRACE_TICKS {
+        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
+    }
+    (w, inst)
+}
+
 /// A bullet of `damage` that will pass `offset` px beside player `id` (beyond the hit
 /// distance, inside the graze radius), fired across them.
 fn graze_past(w: &mut World, id: u32, offset: f32) {
@@ -741,14 +755,7 @@ fn a_flare_clears_the_enemy_bullets_in_its_radius_and_hurts_what_is_near() {
 
 #[test]
 fn a_downed_player_is_revived_by_a_teammate_close_enough_for_two_seconds() {
-    let mut w = world(7);
-    for id in [1, 2] {
-        w.add_player(id, "p");
-        w.enter_dungeon(id, "warden_keep");
-    }
-    for _ in 0..SPAWN_GRACE_TICKS {
-        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
-    }
+    let (mut w, _) = pair_in_dungeon(7);
     w.player_mut(1).unwrap().hp = 5;
     shoot_player(&mut w, 1, 50);
     step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
@@ -779,15 +786,7 @@ fn a_downed_player_is_revived_by_a_teammate_close_enough_for_two_seconds() {
 
 #[test]
 fn downed_too_long_is_out_and_all_down_fails_the_run() {
-    let mut w = world(8);
-    for id in [1, 2] {
-        w.add_player(id, "p");
-        w.enter_dungeon(id, "warden_keep");
-    }
-    let inst = w.instance_of(1).unwrap();
-    for _ in 0..SPAWN_GRACE_TICKS {
-        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
-    }
+    let (mut w, inst) = pair_in_dungeon(8);
     shoot_player(&mut w, 1, 200);
     step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
     // The teammate stays out of reach (and alive: the waves come meanwhile).
@@ -890,15 +889,7 @@ fn leaving_a_run_alone_still_brings_the_abandoned_summary() {
 
 #[test]
 fn when_the_last_one_standing_leaves_a_downed_teammate_the_run_fails() {
-    let mut w = world(13);
-    for id in [1, 2] {
-        w.add_player(id, "p");
-        w.enter_dungeon(id, "warden_keep");
-    }
-    let inst = w.instance_of(1).unwrap();
-    for _ in 0..SPAWN_GRACE_TICKS {
-        step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
-    }
+    let (mut w, inst) = pair_in_dungeon(13);
     shoot_player(&mut w, 1, 500);
     step_each(&mut w, &[(1, Vec2::ZERO, 0), (2, Vec2::ZERO, 0)]);
     assert!(w.player(1).unwrap().downed > 0);
