@@ -114,6 +114,17 @@ fn bad_toml_is_reported_with_line_and_column() {
 }
 
 #[test]
+fn a_name_players_could_not_decode_is_refused_when_the_mod_loads() {
+    // A zero-width joiner in a ship's name: the wire refuses invisible characters, so the
+    // server must refuse the mod rather than serve content every player would reject.
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    write(d.path(), "ships.toml", "[wasp]\nname = \"Wa\u{200D}sp\"\n");
+    let (_, errs) = check(d.path());
+    assert!(errs.iter().any(|e| e.contains("ships.toml:2") && e.contains("name must be")), "{errs:?}");
+}
+
+#[test]
 fn a_ship_out_of_range_is_an_error_at_its_field() {
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "mod.toml", MANIFEST);

@@ -414,7 +414,10 @@ impl Session {
                 }
                 ClientEvent::RunEnded => {
                     audio.play("cleared");
-                    if let Some(sum) = self.client.summary.clone() {
+                    // Only runs of a dungeon this server has count (a hostile server cannot
+                    // fill the profile with made-up ones).
+                    let known = |d: &str| self.client.defs().is_some_and(|defs| defs.dungeon(d).is_some());
+                    if let Some(sum) = self.client.summary.clone().filter(|s| known(&s.dungeon)) {
                         let new = self.profile.count(&sum, own_id);
                         if new != 0 {
                             let n = new.count_ones();
@@ -460,10 +463,12 @@ impl Session {
     /// earned (every dungeon's together), `chosen` (an id) marked flown.
     pub fn ship_choices(&self, chosen: &str) -> Vec<crate::app::ui::menu::ShipChoice> {
         let Some(defs) = self.client.defs() else { return Vec::new() };
-        let chosen = if defs.ships.iter().any(|s| s.id == chosen) {
+        // The remembered pick if it is here and still earned, else the first free ship
+        // (the one the server starts everyone in).
+        let chosen = if defs.ships.iter().any(|s| s.id == chosen && self.profile.unlocks(s.stars)) {
             chosen.to_string()
         } else {
-            defs.ships.first().map(|s| s.id.clone()).unwrap_or_default()
+            defs.ships.iter().find(|s| s.stars == 0).or(defs.ships.first()).map(|s| s.id.clone()).unwrap_or_default()
         };
         defs.ships
             .iter()

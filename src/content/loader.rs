@@ -611,7 +611,7 @@ pub fn check_refs(
     for sh in &m.ships {
         let f = "ships.toml";
         let bad = |what: &str| format!("ship '{}': {what}", sh.id);
-        if sh.name.is_empty() || sh.name.len() > 64 || sh.name.chars().any(char::is_control) {
+        if sh.name.is_empty() || sh.name.len() > 64 || sh.name.chars().any(crate::protocol::names::invisible) {
             err(f, &sh.id, "name", bad("name must be 1..64 bytes of text"));
         }
         if !color_ok(&sh.color) {

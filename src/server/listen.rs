@@ -121,9 +121,10 @@ impl ListenServer {
         self.pause.asked.store(on, Ordering::Relaxed);
     }
 
-    /// Whether the world is paused now (only while the host plays alone).
+    /// Whether the world is paused now (only while the host plays alone, and never once
+    /// the server's thread has ended).
     pub fn paused(&self) -> bool {
-        self.pause.paused.load(Ordering::Relaxed)
+        self.pause.paused.load(Ordering::Relaxed) && self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// Runs a console command on the server (the host's kick and ban from the roster).

@@ -227,10 +227,16 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
         .iter()
         .map(|e| &e.name)
         .chain(d.bosses.iter().flat_map(|b| std::iter::once(&b.name).chain(&b.phases)))
-        .chain(d.dungeons.iter().map(|g| &g.name));
+        .chain(d.dungeons.iter().map(|g| &g.name))
+        .chain(d.ships.iter().map(|s| &s.name));
+    // The wire refuses invisible characters in every string: a name the server loads must
+    // be one its players can decode.
     for n in names {
-        if n.len() > MAX_NAME || n.chars().any(char::is_control) {
-            return Err(format!("name '{n}' must be at most {MAX_NAME} bytes with no control characters"));
+        if n.len() > MAX_NAME || n.chars().any(crate::protocol::names::invisible) {
+            return Err(format!(
+                "name '{}' must be at most {MAX_NAME} bytes with no control or invisible characters",
+                crate::protocol::names::for_log(n)
+            ));
         }
     }
     let mut ids: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();

@@ -1127,6 +1127,7 @@ impl Instance {
             mix(p.pos.x.to_bits() as u64 | (p.pos.y.to_bits() as u64) << 32);
             mix(p.hp as u64 ^ (p.dead as u64) << 40 ^ (p.grace as u64) << 48);
             mix(p.downed as u64 | (p.revive as u64) << 16 | (p.out as u64) << 32 | (p.flares as u64) << 40);
+            mix(p.ship as u64);
             let st = &p.stats;
             mix(st.damage as u64 | (st.grazes as u64) << 32);
             mix(st.kills as u64 | (st.hits_taken as u64) << 16 | (st.downs as u64) << 32 | (st.revives as u64) << 48);

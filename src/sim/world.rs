@@ -80,7 +80,10 @@ impl World {
             return false;
         }
         let hub = self.hub;
-        self.instances.get_mut(&hub).expect("hub exists").arrive(Player::new(id, name, Default::default()));
+        let mut p = Player::new(id, name, Default::default());
+        // Everyone starts in the first ship that needs no stars.
+        p.ship = self.defs.ships.values().position(|s| s.stars == 0).unwrap_or(0) as u16;
+        self.instances.get_mut(&hub).expect("hub exists").arrive(p);
         self.location.insert(id, hub);
         self.pending.push(SimEvent::Transfer { player: id, from: None, to: hub, reason: TransferReason::Joined });
         true
