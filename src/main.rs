@@ -466,6 +466,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Bench { flood: true, seconds, rate, .. }) => {
+            if !(1.0..=600.0).contains(&seconds) || !(1..=1_000_000).contains(&rate) {
+                eprintln!("hailfire bench --flood: --seconds must be 1..=600 and --rate 1..=1000000");
+                return ExitCode::from(2);
+            }
             let content = hailfire::content::Content::load_default();
             let mut ok = true;
             for attack in hailfire::server::flood::all(rate) {

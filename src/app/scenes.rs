@@ -201,6 +201,7 @@ fn run_scene(content: &Content, name: &str) -> Fixture {
         "summary" => {
             // The boss is down, its bullets cancelled, the players still in the arena.
             f.boss = None;
+            f.enemies.clear();
             hud.boss = None;
             hud.escape = 0.0;
             hud.net = None;

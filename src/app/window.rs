@@ -381,8 +381,10 @@ impl App {
 
     fn poll_gamepads(&mut self) {
         let Some(g) = self.gilrs.as_mut() else { return };
-        let in_menus =
-            self.session.as_ref().is_none_or(|s| s.menu_open || s.client.own_state().is_some_and(|o| o.flags & 2 != 0));
+        let in_menus = self.session.as_ref().is_none_or(|s| {
+            // The run summary too: A (Enter) continues.
+            s.menu_open || s.client.summary.is_some() || s.client.own_state().is_some_and(|o| o.flags & 2 != 0)
+        });
         while let Some(ev) = g.next_event() {
             self.input.device = Device::Gamepad;
             self.menu.pad_family = input::PadFamily::of(g.gamepad(ev.id).name());

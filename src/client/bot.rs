@@ -416,10 +416,15 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                     down as f64 / secs / 1024.0
                 )),
             );
-            let line = match c.summaries.first() {
-                Some(r) => format!("{} | {}", run_line(c, r, brain.last_phase), line),
-                None if opts.plan == Plan::Dodge => format!("run not finished | {line}"),
-                None => line,
+            // The run goes right after "bot NAME: player N".
+            let run = match c.summaries.first() {
+                Some(r) => Some(run_line(c, r, brain.last_phase)),
+                None if opts.plan == Plan::Dodge => Some("run not finished".to_string()),
+                None => None,
+            };
+            let line = match (run, line.split_once(" | ")) {
+                (Some(run), Some((head, rest))) => format!("{head} | {run} | {rest}"),
+                (_, _) => line,
             };
             BotReport { name: c.name.clone(), player_id: c.player_id, ok: problem.is_none(), problem, line }
         })

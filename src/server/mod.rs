@@ -149,7 +149,7 @@ struct Peer {
     rate: [u32; CHANNEL_COUNT],
     admin_failures: u32,
     /// The run counts last sent to this player (`RunStatus`), and when.
-    run_sent: Option<(ServerMsg, u32)>,
+    run_sent: Option<(crate::client::RunStatus, u32)>,
 }
 
 /// What a content reload did.
@@ -830,25 +830,22 @@ impl<T: Transport> Server<T> {
         for peer in ids {
             let PeerState::Playing { player } = self.peers[&peer].state else { continue };
             let Some(p) = self.world.player(player) else { continue };
-            let msg = ServerMsg::RunStatus {
+            let now = crate::client::RunStatus {
                 flares: p.flares,
                 charge: p.graze_charge.min(255) as u8,
                 grazes: p.stats.grazes,
                 score: crate::sim::instance::player_score(&p.stats, p.flares, false),
             };
-            let due = match &self.peers[&peer].run_sent {
+            // At once when flares change, else at most twice a second when anything did.
+            let due = match self.peers[&peer].run_sent {
                 None => true,
-                Some((ServerMsg::RunStatus { flares, .. }, at)) => {
-                    let changed = self.peers[&peer].run_sent.as_ref().is_some_and(|(m, _)| *m != msg);
-                    changed
-                        && (!matches!(&msg, ServerMsg::RunStatus { flares: f, .. } if f == flares) || tick >= at + 30)
-                }
-                Some(_) => true,
+                Some((sent, at)) => sent != now && (sent.flares != now.flares || tick >= at + 30),
             };
             if due {
-                self.send(peer, CH_CONTROL, &msg);
+                let crate::client::RunStatus { flares, charge, grazes, score } = now;
+                self.send(peer, CH_CONTROL, &ServerMsg::RunStatus { flares, charge, grazes, score });
                 if let Some(pp) = self.peers.get_mut(&peer) {
-                    pp.run_sent = Some((msg, tick));
+                    pp.run_sent = Some((now, tick));
                 }
             }
         }

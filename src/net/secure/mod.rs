@@ -94,6 +94,8 @@ pub const MAX_BYTES_PER_SECOND: u64 = 512 * 1024;
 pub const MAX_HANDSHAKES_PER_IP_PER_SECOND: u32 = 8;
 /// How long one poll may spend draining the socket (the rest waits for the next poll).
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(4);
+/// Without `begin_poll`, the drain budget starts afresh this often.
+const DRAIN_WINDOW: Duration = Duration::from_millis(8);
 /// Opened datagrams waiting for ENet at most; more are dropped (counted as backlog).
 const MAX_READY: usize = 4096;
 /// How often a client repeats an unanswered handshake packet.
@@ -396,8 +398,10 @@ pub struct SecureSocket {
     /// Opened datagrams waiting for ENet to take them.
     ready: VecDeque<(SocketAddr, Vec<u8>)>,
     opened: Vec<u8>,
-    /// Time spent draining since the transport's poll began (`begin_poll`).
+    /// Time spent draining since the transport's poll began (`begin_poll`), and when that
+    /// was (a user that never calls `begin_poll` gets a fresh budget every `DRAIN_WINDOW`).
     drained: Duration,
+    drain_epoch: Instant,
 }
 
 impl SecureSocket {
@@ -427,6 +431,7 @@ impl SecureSocket {
             ready: VecDeque::new(),
             opened: vec![0; enet::MTU_MAX],
             drained: Duration::ZERO,
+            drain_epoch: Instant::now(),
         }
     }
 
@@ -448,6 +453,7 @@ impl SecureSocket {
     /// during it, however many times ENet calls it.
     pub fn begin_poll(&mut self) {
         self.drained = Duration::ZERO;
+        self.drain_epoch = Instant::now();
     }
 
     fn drain_for(&mut self, budget: Duration, start: Instant) -> io::Result<()> {
@@ -596,21 +602,21 @@ impl enet::Socket for SecureSocket {
     ) -> Result<Option<(SocketAddr, enet::PacketReceived)>, io::Error> {
         self.client_tick();
         self.server_expire();
+        // One poll may ask many times (ENet's service loop runs again while it has events):
+        // the budget is per poll, not per question.
+        if self.drain_epoch.elapsed() >= DRAIN_WINDOW {
+            self.begin_poll();
+        }
         if self.ready.is_empty() && self.drained < DRAIN_BUDGET {
             // A bounded time per poll: a flood cannot keep ENet (and the tick) waiting;
             // what is left waits for the time between ticks.
             self.drain(DRAIN_BUDGET - self.drained)?;
         }
-        let got = self.ready.pop_front().map(|(from, d)| {
+        Ok(self.ready.pop_front().map(|(from, d)| {
             let n = d.len().min(buffer.len());
             buffer[..n].copy_from_slice(&d[..n]);
             (from, enet::PacketReceived::Complete(n))
-        });
-        if got.is_none() {
-            // ENet stops asking at the first "nothing": the next time it asks is a new poll.
-            self.drained = Duration::ZERO;
-        }
-        Ok(got)
+        }))
     }
 }
 
