@@ -310,6 +310,10 @@ enum ModsAction {
 }
 
 fn main() -> ExitCode {
+    // A script worker (started by a server for untrusted mods): nothing else of the program.
+    if std::env::args_os().nth(1).is_some_and(|a| a == hailfire::content::worker::WORKER_ARG) {
+        hailfire::content::worker::child::main();
+    }
     attach_console();
     hailfire::crash::install();
     let cli = Cli::parse();
@@ -379,6 +383,7 @@ fn main() -> ExitCode {
             status_every: (eff.status_every_s > 0).then(|| std::time::Duration::from_secs(eff.status_every_s)),
             threads: eff.sim_threads(),
             max_sessions_per_address: eff.max_sessions_per_address,
+            trusted_mods: eff.trusted_mods.clone(),
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(()) => ExitCode::SUCCESS,

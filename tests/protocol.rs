@@ -14,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 8, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 9, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -342,6 +342,13 @@ fn round_trips_for_every_message() {
                 },
                 out: false,
             }],
+        }),
+        ServerMsg::RunSummary(hailfire::sim::events::RunSummary {
+            dungeon: "whirl_pit".into(),
+            outcome: hailfire::sim::events::RunOutcome::Stopped,
+            ticks: 90,
+            team_score: 0,
+            rows: vec![],
         }),
         ServerMsg::Notice { text: "[server] restart in 5 minutes".into() },
         ServerMsg::Welcome {

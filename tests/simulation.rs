@@ -459,7 +459,15 @@ fn compass(t: u32, id: u32) -> Vec2 {
 
 /// A boss fight of 900 ticks, four scripted players kept alive, from the boss's arrival.
 fn boss_fight_hash(c: &Content, dungeon: &str) -> (u64, usize) {
-    let mut w = World::new(c.defs.clone(), c.script_factory(), 2026);
+    boss_fight_hash_with(c, c.script_factory(), dungeon)
+}
+
+fn boss_fight_hash_with(
+    c: &Content,
+    scripts: std::sync::Arc<dyn hailfire::sim::script::ScriptFactory>,
+    dungeon: &str,
+) -> (u64, usize) {
+    let mut w = World::new(c.defs.clone(), scripts, 2026);
     for id in 1..=4 {
         w.add_player(id, "p");
         w.enter_dungeon(id, dungeon);
@@ -565,6 +573,18 @@ fn golden_hashes_pin_the_simulation_bits() {
     for ((name, g), (_, w)) in got.iter().zip(want.iter()) {
         assert!(g.1 > 50, "{name}: the fight must have bullets in flight to pin anything ({} live)", g.1);
         assert_eq!(g, w, "{name}: (hash, live bullets) differ from the golden values");
+    }
+    // The same fights with every script, the base game's too, in a worker process: the
+    // same bits (same code, same inputs, same order).
+    use hailfire::content::host::{Isolation, ScriptHost};
+    let exe = hailfire::content::worker::worker_exe();
+    let all_in_workers = std::sync::Arc::new(ScriptHost::new(
+        &c.defs,
+        c.emitters.clone(),
+        Isolation::Workers { exe, trusted: Default::default() },
+    ));
+    for (name, w) in want.iter().take(3) {
+        assert_eq!(&boss_fight_hash_with(&c, all_in_workers.clone(), name), w, "{name} with its scripts in a worker");
     }
 }
 

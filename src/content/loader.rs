@@ -200,17 +200,6 @@ fn read_defs<T: DeserializeOwned>(
 
 /// Checks that a Lua file compiles (text only), reporting the line of a syntax error.
 fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
-    if let Some(line) = super::lua::find_close_attribute(&src.source) {
-        diags.push(
-            Diagnostic::error(
-                Some(&src.mod_id),
-                Some(&src.path),
-                "to-be-closed variables (<close>) are not allowed in emitters",
-            )
-            .at(Some((line, 1))),
-        );
-        return false;
-    }
     let lua = mlua::Lua::new_with(mlua::StdLib::NONE, mlua::LuaOptions::default());
     let Ok(lua) = lua else { return true };
     match lua
@@ -219,7 +208,24 @@ fn syntax_check(src: &EmitterSource, diags: &mut Vec<Diagnostic>) -> bool {
         .set_mode(mlua::chunk::ChunkMode::Text)
         .into_function()
     {
-        Ok(_) => true,
+        Ok(f) => match super::lua::find_close_variable(&f) {
+            Ok(None) => true,
+            Ok(Some(line)) => {
+                diags.push(
+                    Diagnostic::error(
+                        Some(&src.mod_id),
+                        Some(&src.path),
+                        "to-be-closed variables (<close>) are not allowed in emitters",
+                    )
+                    .at(Some((line, 1))),
+                );
+                false
+            }
+            Err(e) => {
+                diags.push(Diagnostic::error(Some(&src.mod_id), Some(&src.path), e));
+                false
+            }
+        },
         Err(e) => {
             let msg = match &e {
                 mlua::Error::SyntaxError { message, .. } => message.clone(),

@@ -5,6 +5,7 @@
 //! dependencies come first. A later mod may replace an earlier definition with the same id.
 
 pub mod diag;
+pub mod host;
 pub mod loader;
 pub mod lua;
 pub mod manifest;
@@ -13,6 +14,7 @@ pub mod sample;
 pub mod scaffold;
 pub mod toml_doc;
 pub mod validate;
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -52,8 +54,19 @@ pub struct Content {
 }
 
 impl Content {
+    /// Scripts for a world: the base game in process, every other mod in workers.
     pub fn script_factory(&self) -> Arc<dyn ScriptFactory> {
-        Arc::new(LuaFactory::new(&self.defs, self.emitters.clone()))
+        self.script_factory_trusting(&[])
+    }
+
+    /// Scripts for a world, running the base game and the mods in `trusted` in process.
+    pub fn script_factory_trusting(&self, trusted: &[String]) -> Arc<dyn ScriptFactory> {
+        Arc::new(host::ScriptHost::new(&self.defs, self.emitters.clone(), host::Isolation::workers(trusted)))
+    }
+
+    /// Scripts for a world with every mod in process (benchmarks compare against this).
+    pub fn script_factory_in_process(&self) -> Arc<dyn ScriptFactory> {
+        Arc::new(host::ScriptHost::new(&self.defs, self.emitters.clone(), host::Isolation::InProcess))
     }
 
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {

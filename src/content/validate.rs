@@ -176,7 +176,9 @@ pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Du
         );
     }
     let defs = Arc::new(defs);
-    let factory = super::LuaFactory::new(&defs, content.emitters.clone());
+    // Mods run as a server runs them: the base game here, every other mod in a worker
+    // process with the server's deadline.
+    let factory = super::host::ScriptHost::new(&defs, content.emitters.clone(), super::host::Isolation::workers(&[]));
     let mut emitters_run = 0;
     let mut errors = Vec::new();
     let mut logs = Vec::new();
@@ -282,7 +284,7 @@ pub fn phase_hold(phases: &[crate::sim::defs::PhaseDef], i: usize) -> f32 {
     (phases[i].hp_threshold + next) / 2.0
 }
 
-fn dry_instance(defs: &Defs, factory: &super::LuaFactory, dungeon: &str) -> Instance {
+fn dry_instance(defs: &Defs, factory: &super::host::ScriptHost, dungeon: &str) -> Instance {
     let mut inst = Instance::new(1, InstanceKind::Dungeon(dungeon.to_string()), defs, factory.create(7), 7);
     for id in 1..=2 {
         inst.arrive(Player::new(id, "dry-run", Vec2::ZERO));
@@ -330,6 +332,7 @@ fn run(
         for e in events.drain(..) {
             match e {
                 SimEvent::ScriptError { message, .. } => errors.push(message),
+                SimEvent::InstanceStopped { reason, .. } => errors.push(reason),
                 SimEvent::ScriptLog { message, .. } if logs.len() < 10_000 => logs.push(message),
                 _ => {}
             }
@@ -350,7 +353,7 @@ fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
     let line = msg
         .split(&format!("{}:", src.chunk_name()))
         .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .and_then(|l| l.trim().parse::<usize>().ok());
+        .map(|rest| rest.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect::<String>())
+        .and_then(|l| l.parse::<usize>().ok());
     Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run: {msg}")).at(line.map(|l| (l, 1)))
 }

@@ -1321,6 +1321,7 @@ impl ServerMsg {
                     RunOutcome::Cleared => 0,
                     RunOutcome::Failed => 1,
                     RunOutcome::Abandoned => 2,
+                    RunOutcome::Stopped => 3,
                 });
                 w.var(sum.ticks as u64);
                 w.var(sum.team_score as u64);
@@ -1567,6 +1568,7 @@ impl ServerMsg {
                     0 => RunOutcome::Cleared,
                     1 => RunOutcome::Failed,
                     2 => RunOutcome::Abandoned,
+                    3 => RunOutcome::Stopped,
                     _ => return Err(DecodeError::BadValue("run outcome")),
                 };
                 let ticks = r.var_u32("ticks")?;

@@ -46,7 +46,9 @@ pub use wire::DecodeError;
 ///   server cleared), 11 out, 12 revived, 13 wave cleared; `RunSummary` (type 16),
 ///   `RunStatus` (type 17) and `Records` (type 18) on CONTROL; a player's fan is burst
 ///   flag 64.
-pub const PROTOCOL_VERSION: u16 = 8;
+/// - 9: a run's outcome may be 3, "stopped by the server" (a mod's script worker was
+///   lost and its fight could not go on).
+pub const PROTOCOL_VERSION: u16 = 9;
 
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;

@@ -19,6 +19,9 @@ pub struct ServerFile {
     pub password: String,
     pub event_every: u32,
     pub mods: Vec<PathBuf>,
+    /// Mod ids whose scripts run in the server's process (every other mod but the base
+    /// game runs in a worker process with a deadline).
+    pub trusted_mods: Vec<String>,
     pub watch_mods: bool,
     pub log_level: String,
     pub admin_password: String,
@@ -41,6 +44,7 @@ impl Default for ServerFile {
             password: String::new(),
             event_every: crate::protocol::SNAPSHOT_EVERY_TICKS,
             mods: Vec::new(),
+            trusted_mods: Vec::new(),
             watch_mods: false,
             log_level: "info".into(),
             admin_password: String::new(),
@@ -77,6 +81,10 @@ pub fn default_text() -> String {
          # Extra mod folders (each a mod, or a folder of mods), on top of the base game,\n\
          # mods/ and the user's mods folder.\n\
          mods = []\n\n\
+         # Mod ids whose scripts run inside the server's process, as fast as the base game\n\
+         # (list only mods you would run as a program). Every other mod's scripts run in a\n\
+         # worker process the system limits, killed if it misses its deadline.\n\
+         trusted_mods = []\n\n\
          # Reload mods when their files are saved (fights that start after use them).\n\
          watch_mods = false\n\n\
          # Log detail: error, warn, info, debug or trace.\n\
@@ -164,6 +172,9 @@ impl ServerFile {
         if self.threads > 256 {
             return Err(format!("threads must be 0 (automatic) ..= 256, not {}", self.threads));
         }
+        if let Some(bad) = self.trusted_mods.iter().find(|m| !crate::content::manifest::Manifest::id_is_valid(m)) {
+            return Err(format!("trusted_mods: '{bad}' is not a mod id (lowercase letters, digits and _)"));
+        }
         if !(1..=6).contains(&self.event_every) {
             return Err(format!("event_every must be 1..=6, not {}", self.event_every));
         }
@@ -201,7 +212,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -209,6 +220,7 @@ impl ServerFile {
             shown.password,
             shown.event_every,
             mods.join(", "),
+            shown.trusted_mods,
             shown.watch_mods,
             shown.log_level,
             shown.admin_password,

@@ -382,6 +382,13 @@ impl Ops {
                 out.extend(players.into_iter().map(|l| format!("  {l}")));
                 out.push("instances:".into());
                 out.extend(server.instance_lines().into_iter().map(|l| format!("  {l}")));
+                if !server.stopped.is_empty() {
+                    out.push("fights stopped (their scripts could not go on):".into());
+                    for (at, line) in &server.stopped {
+                        let ago = at.elapsed().map_or(0, |d| d.as_secs());
+                        out.push(format!("  {ago} s ago: {line}"));
+                    }
+                }
                 out
             }
             Command::Players => {

@@ -43,6 +43,8 @@ pub struct DedicatedOptions {
     pub threads: usize,
     /// Connections one IP address may hold.
     pub max_sessions_per_address: usize,
+    /// Mods whose scripts run in the server's process (`trusted_mods`).
+    pub trusted_mods: Vec<String>,
 }
 
 /// Reloads the server's mods when a file under them is saved (`--watch-mods`).
@@ -257,6 +259,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         motd: opts.motd.clone(),
         admin_password: opts.admin_password.clone(),
         threads: opts.threads,
+        trusted_mods: opts.trusted_mods.clone(),
         ..Default::default()
     };
     let mut server = Server::new(&content, net, config);

@@ -90,6 +90,8 @@ pub struct ServerConfig {
     pub ban_list: Option<std::path::PathBuf>,
     /// Threads that tick instances side by side (1: the server's own thread).
     pub threads: usize,
+    /// Mods whose scripts run in this process; the others (but the base game) in workers.
+    pub trusted_mods: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -103,6 +105,7 @@ impl Default for ServerConfig {
             admin_password: None,
             ban_list: None,
             threads: 1,
+            trusted_mods: Vec::new(),
         }
     }
 }
@@ -215,12 +218,18 @@ pub struct Server<T: Transport> {
     /// What players are told when the server stops (the console's `stop MESSAGE`), after
     /// "the server is shutting down".
     pub stop_message: Option<String>,
+    /// The last fights stopped because their scripts could not go on: (when, line).
+    pub stopped: std::collections::VecDeque<(std::time::SystemTime, String)>,
 }
+
+/// Stopped fights the console's `status` remembers.
+const STOPPED_KEPT: usize = 8;
 
 impl<T: Transport> Server<T> {
     pub fn new(content: &Content, net: T, config: ServerConfig) -> Self {
         let client = ClientContent::of(content);
-        let mut world = World::new(content.defs.clone(), content.script_factory(), config.seed);
+        let mut world =
+            World::new(content.defs.clone(), content.script_factory_trusting(&config.trusted_mods), config.seed);
         if let Err(e) = world.set_threads(config.threads) {
             tracing::warn!("{e}; ticking instances on one thread");
         }
@@ -242,6 +251,7 @@ impl<T: Transport> Server<T> {
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
             bans: bans::BanList::default(),
             records: records::Records::default(),
+            stopped: std::collections::VecDeque::new(),
             pause: None,
             admin_queue: Vec::new(),
             admin_guesses: std::collections::HashMap::new(),
@@ -654,6 +664,9 @@ impl<T: Transport> Server<T> {
                 }
                 SimEvent::ScriptError { instance, message } => warn!(instance, "script error: {message}"),
                 SimEvent::ScriptLog { instance, message } => info!(instance, "script: {message}"),
+                SimEvent::InstanceStopped { instance, dungeon, reason, players } => {
+                    warn!(instance, dungeon = %dungeon, players = players.len(), "fight stopped: {reason}")
+                }
                 _ => {}
             }
         }
@@ -794,6 +807,24 @@ impl<T: Transport> Server<T> {
     /// player's own counts when they change (flares at once, the rest twice a second).
     fn runs(&mut self, events: &[SimEvent], tick: u32) {
         for e in events {
+            if let SimEvent::InstanceStopped { instance, dungeon, reason, players } = e {
+                let text = crate::protocol::names::clip(
+                    &format!("The fight was stopped: {reason}"),
+                    crate::protocol::messages::MAX_NOTICE,
+                );
+                for player in players {
+                    if let Some(peer) = self.peer_of(*player) {
+                        self.send(peer, CH_CONTROL, &ServerMsg::Notice { text: text.clone() });
+                    }
+                }
+                if self.stopped.len() == STOPPED_KEPT {
+                    self.stopped.pop_front();
+                }
+                let line = format!("instance {instance} {dungeon}: {reason}");
+                self.stopped.push_back((std::time::SystemTime::now(), line));
+            }
+        }
+        for e in events {
             let SimEvent::RunEnded { instance, to, summary } = e else { continue };
             info!(
                 instance,
@@ -914,7 +945,7 @@ impl<T: Transport> Server<T> {
                     .into(),
             ]);
         }
-        self.world.reload(content.defs.clone(), content.script_factory());
+        self.world.reload(content.defs.clone(), content.script_factory_trusting(&self.config.trusted_mods));
         self.loaded_mods = content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect();
         let mut rejoin = 0;
         if changed {

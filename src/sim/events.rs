@@ -24,6 +24,8 @@ pub enum TransferReason {
     Cleared,
     /// Everyone was down or out: the run failed.
     Failed,
+    /// The server stopped the fight (a mod's script worker was lost).
+    Stopped,
 }
 
 /// How a run ended for those it is told to.
@@ -33,6 +35,9 @@ pub enum RunOutcome {
     Failed,
     /// The player left before the end (escape, or out and gone to the hub).
     Abandoned,
+    /// The server stopped the fight: its scripts could not go on (a mod's worker was
+    /// killed at its deadline or died). Nothing counts.
+    Stopped,
 }
 
 /// One player's line in a run's summary.
@@ -149,6 +154,14 @@ pub enum SimEvent {
     ScriptError {
         instance: InstanceId,
         message: String,
+    },
+    /// The instance's scripts could not go on (a mod's worker was lost): its run ended
+    /// for `players`, who go back to the hub.
+    InstanceStopped {
+        instance: InstanceId,
+        dungeon: String,
+        reason: String,
+        players: Vec<PlayerId>,
     },
     /// Server-only: a player moved (or arrived, `from: None`).
     Transfer {

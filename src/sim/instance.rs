@@ -335,8 +335,33 @@ impl Instance {
         self.step_players(tick, defs, events, requests);
         self.step_enemies();
         self.run_scripts(tick, defs, events);
+        if let Some(reason) = self.scripts.take_lost() {
+            self.stop_run(reason, events, requests);
+        }
+        if self.run.ended == Some(RunOutcome::Stopped) {
+            return;
+        }
         self.resolve_hits(defs, events);
         self.progress(tick, defs, events, requests);
+    }
+
+    /// Ends the fight at once: its scripts cannot go on. Everyone goes back to the hub.
+    fn stop_run(&mut self, reason: String, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        if self.is_hub() || self.run.ended == Some(RunOutcome::Stopped) {
+            return;
+        }
+        events.push(SimEvent::InstanceStopped {
+            instance: self.id,
+            dungeon: self.dungeon().unwrap_or_default().to_string(),
+            reason,
+            players: self.players.iter().map(|p| p.id).collect(),
+        });
+        // A run already over (cleared, failed) keeps its outcome; its players leave now.
+        self.end_run(RunOutcome::Stopped, events);
+        self.run.ended = Some(RunOutcome::Stopped);
+        for p in &self.players {
+            requests.push(Request::ToHub(p.id, TransferReason::Stopped));
+        }
     }
 
     fn step_players(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {

@@ -14,7 +14,7 @@ pub enum Owner {
     Boss,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlayerView {
     pub id: PlayerId,
     pub pos: Vec2,
@@ -22,7 +22,7 @@ pub struct PlayerView {
     pub alive: bool,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OwnerView {
     pub owner: Owner,
     pub pos: Vec2,
@@ -100,6 +100,11 @@ pub trait Scripting: Send {
     fn run(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>);
     /// Live tasks (for tests and diagnostics).
     fn task_count(&self) -> usize;
+    /// Why this runtime can no longer run the fight's scripts (a mod's worker process was
+    /// killed or died), once; the instance then ends its run with that reason.
+    fn take_lost(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Makes a script runtime per instance, seeded so the instance's run is reproducible.

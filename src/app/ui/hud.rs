@@ -73,6 +73,7 @@ pub fn summary(ctx: &egui::Context, sum: &crate::sim::events::RunSummary, place:
         RunOutcome::Cleared => ("Cleared!", Color32::from_rgb(255, 225, 120)),
         RunOutcome::Failed => ("Run failed", Color32::from_rgb(255, 120, 110)),
         RunOutcome::Abandoned => ("Run abandoned", Color32::from_rgb(200, 200, 210)),
+        RunOutcome::Stopped => ("Run stopped by the server", Color32::from_rgb(255, 170, 90)),
     };
     let secs = sum.ticks as f32 / crate::sim::TICK_RATE as f32;
     egui::Window::new("run summary")

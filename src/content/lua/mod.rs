@@ -28,7 +28,7 @@ pub mod spec;
 
 use api::install_api;
 use sandbox::mod_env;
-pub use sandbox::{find_close_attribute, truncate_chars};
+pub use sandbox::{find_close_variable, truncate_chars};
 
 /// Instructions one resume of one emitter may execute.
 pub const INSTRUCTION_LIMIT: u32 = 200_000;
@@ -64,7 +64,7 @@ pub const MAX_SFX_NAME: usize = 32;
 const PRELUDE: &str = include_str!("prelude.lua");
 
 /// One emitter script as loaded from a mod.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EmitterSource {
     pub id: String,
     pub mod_id: String,
@@ -86,10 +86,19 @@ impl EmitterSource {
 }
 
 /// What scripts may refer to by name.
-struct Names {
+#[derive(Clone, Debug, Default)]
+pub struct Names {
     /// Bullet kind -> (index, radius, damage).
-    kinds: HashMap<String, (u16, f32, i32)>,
-    enemies: BTreeSet<String>,
+    pub kinds: HashMap<String, (u16, f32, i32)>,
+    pub enemies: BTreeSet<String>,
+}
+
+impl Names {
+    pub fn of(defs: &Defs) -> Names {
+        let kinds =
+            defs.bullets.iter().enumerate().map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage))).collect();
+        Names { kinds, enemies: defs.enemies.keys().cloned().collect() }
+    }
 }
 
 /// Creates a Lua runtime per instance from the loaded content.
@@ -100,10 +109,7 @@ pub struct LuaFactory {
 
 impl LuaFactory {
     pub fn new(defs: &Defs, emitters: Arc<BTreeMap<String, EmitterSource>>) -> Self {
-        let kinds =
-            defs.bullets.iter().enumerate().map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage))).collect();
-        let enemies = defs.enemies.keys().cloned().collect();
-        LuaFactory { emitters, names: Arc::new(Names { kinds, enemies }) }
+        LuaFactory { emitters, names: Arc::new(Names::of(defs)) }
     }
 }
 
@@ -340,7 +346,8 @@ fn describe_full(e: &mlua::Error) -> String {
 }
 
 impl LuaRuntime {
-    fn new(emitters: Arc<BTreeMap<String, EmitterSource>>, names: Arc<Names>, seed: u64) -> Self {
+    /// A runtime for the emitters in `emitters` (the host gives each mod its own).
+    pub fn new(emitters: Arc<BTreeMap<String, EmitterSource>>, names: Arc<Names>, seed: u64) -> Self {
         let mut rt = LuaRuntime {
             lua: None,
             emitters,
@@ -398,6 +405,7 @@ impl LuaRuntime {
                     c.last_pos.clear();
                     use std::fmt::Write;
                     let _ = write!(c.last_pos, "{src}:{l}");
+                    crate::content::worker::probe::note_pos(&c.last_pos);
                 }
             }
             match c.charge(HOOK_EVERY as u64) {
@@ -428,9 +436,6 @@ impl LuaRuntime {
         }
         let lua = self.lua.as_ref().ok_or("Lua is not available")?;
         let src = self.emitters.get(name).ok_or_else(|| format!("no emitter named '{name}'"))?;
-        if let Some(line) = find_close_attribute(&src.source) {
-            return Err(format!("{}:{line}: to-be-closed variables (<close>) are not allowed", src.chunk_name()));
-        }
         let env = match self.envs.get(&src.mod_id) {
             Some(e) => e.clone(),
             None => {
@@ -449,6 +454,9 @@ impl LuaRuntime {
             .set_mode(ChunkMode::Text)
             .into_function()
             .map_err(|e| describe(&e))?;
+        if let Some(line) = find_close_variable(&f)? {
+            return Err(format!("{}:{line}: to-be-closed variables (<close>) are not allowed", src.chunk_name()));
+        }
         self.compiled.insert(name.to_string(), f.clone());
         Ok(f)
     }
@@ -542,6 +550,7 @@ impl Scripting for LuaRuntime {
                 c.resume_start = std::time::Instant::now();
                 c.last_pos.clear();
             }
+            crate::content::worker::probe::note_emitter(&self.tasks[i].emitter);
             let first = self.tasks[i].first_arg.take();
             let res = self.tasks[i].thread.resume::<mlua::MultiValue>(first);
             // A budget that ran out ends the task whatever the script did with the error

@@ -7,83 +7,121 @@ use mlua::{Function, Lua, Table, Value, Variadic};
 
 use super::*;
 
-/// The line of the first to-be-closed variable (`local x <close> = ...`) in Lua source, if
-/// any. They are refused: Lua runs their `__close` handlers while it unwinds an error,
-/// which can happen inside the instruction hook where no limit applies, so a looping
-/// handler could never be stopped. Strings and comments are skipped.
-pub fn find_close_attribute(src: &str) -> Option<usize> {
-    let b = src.as_bytes();
-    let (mut i, mut line) = (0usize, 1usize);
-    // `[[`, `[==[` ... : returns the level when a long bracket opens at `at`.
-    let long_open = |at: usize| -> Option<usize> {
-        if b.get(at) != Some(&b'[') {
-            return None;
+/// The line of the first to-be-closed variable (`local x <close> = ...`) in a compiled
+/// chunk, if any. They are refused: Lua runs their `__close` handlers while it unwinds an
+/// error, which can happen inside the instruction hook where no limit applies, so a looping
+/// handler could never be stopped. The check reads what Lua's own parser made (the chunk's
+/// bytecode, every nested function): an `OP_TBC` instruction is such a variable however
+/// the source spelled it (comments between `<` and `close`, line breaks, ...).
+pub fn find_close_variable(f: &Function) -> Result<Option<usize>, String> {
+    close_in_dump(&f.dump(false)).map_err(|e| format!("could not inspect the compiled chunk ({e})"))
+}
+
+/// Lua 5.4's `OP_TBC` ("mark variable A to be closed"), the low 7 bits of an instruction.
+const OP_TBC: u32 = 55;
+/// `lineinfo` entries that mean "see abslineinfo" (`ABSLINEINFO`).
+const ABS_LINE: i8 = -0x80;
+
+/// Walks a `string.dump` of a Lua 5.4 chunk (`ldump.c`'s layout) for `OP_TBC`.
+fn close_in_dump(b: &[u8]) -> Result<Option<usize>, &'static str> {
+    struct R<'a> {
+        b: &'a [u8],
+        i: usize,
+    }
+    impl R<'_> {
+        fn take(&mut self, n: usize) -> Result<&[u8], &'static str> {
+            let end = self.i.checked_add(n).filter(|&e| e <= self.b.len()).ok_or("truncated")?;
+            let s = &self.b[self.i..end];
+            self.i = end;
+            Ok(s)
         }
-        let mut j = at + 1;
-        while b.get(j) == Some(&b'=') {
-            j += 1;
+        fn byte(&mut self) -> Result<u8, &'static str> {
+            Ok(self.take(1)?[0])
         }
-        (b.get(j) == Some(&b'[')).then_some(j - at - 1)
-    };
-    let skip_long = |mut j: usize, level: usize, line: &mut usize| -> usize {
-        let close: Vec<u8> = std::iter::once(b']').chain(std::iter::repeat_n(b'=', level)).chain([b']']).collect();
-        while j < b.len() {
-            if b[j..].starts_with(&close) {
-                return j + close.len();
+        /// `dumpSize`: 7 bits a byte, most significant first, the last byte flagged 0x80.
+        fn size(&mut self) -> Result<usize, &'static str> {
+            let mut x: usize = 0;
+            loop {
+                let c = self.byte()?;
+                x = x.checked_mul(128).ok_or("size overflow")? | (c & 0x7f) as usize;
+                if c & 0x80 != 0 {
+                    return Ok(x);
+                }
             }
-            if b[j] == b'\n' {
-                *line += 1;
-            }
-            j += 1;
         }
-        j
-    };
-    while i < b.len() {
-        match b[i] {
-            b'\n' => {
-                line += 1;
-                i += 1;
+        fn string(&mut self) -> Result<(), &'static str> {
+            let n = self.size()?;
+            if n > 0 {
+                self.take(n - 1)?;
             }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                if let Some(level) = long_open(i + 2) {
-                    i = skip_long(i + 4 + level, level, &mut line);
-                } else {
-                    while i < b.len() && b[i] != b'\n' {
-                        i += 1;
+            Ok(())
+        }
+        fn function(&mut self) -> Result<Option<usize>, &'static str> {
+            self.string()?; // source
+            let line_defined = self.size()?;
+            self.size()?; // last line
+            self.take(3)?; // params, vararg, stack size
+            let ncode = self.size()?;
+            let code = self.take(ncode.checked_mul(4).ok_or("code size")?)?.to_vec();
+            let tbc = code
+                .chunks_exact(4)
+                .position(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) & 0x7f == OP_TBC);
+            for _ in 0..self.size()? {
+                match self.byte()? {
+                    0x00 | 0x01 | 0x11 => {}
+                    0x03 | 0x13 => {
+                        self.take(8)?;
                     }
+                    0x04 | 0x14 => self.string()?,
+                    _ => return Err("unknown constant type"),
                 }
             }
-            b'[' if long_open(i).is_some() => {
-                let level = long_open(i).unwrap_or(0);
-                i = skip_long(i + 2 + level, level, &mut line);
+            let nup = self.size()?;
+            self.take(nup.checked_mul(3).ok_or("upvalues")?)?;
+            let mut inner = None;
+            for _ in 0..self.size()? {
+                let found = self.function()?;
+                inner = inner.or(found);
             }
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                while i < b.len() && b[i] != q && b[i] != b'\n' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
+            let nline = self.size()?;
+            let lineinfo: Vec<i8> = self.take(nline)?.iter().map(|&x| x as i8).collect();
+            let mut abs = Vec::new();
+            for _ in 0..self.size()? {
+                abs.push((self.size()?, self.size()?));
             }
-            b'<' => {
-                let mut j = i + 1;
-                while j < b.len() && b[j].is_ascii_whitespace() {
-                    j += 1;
-                }
-                if b[j.min(b.len())..].starts_with(b"close") {
-                    let mut k = j + 5;
-                    while k < b.len() && b[k].is_ascii_whitespace() {
-                        k += 1;
-                    }
-                    if b.get(k) == Some(&b'>') {
-                        return Some(line);
-                    }
-                }
-                i += 1;
+            for _ in 0..self.size()? {
+                self.string()?;
+                self.size()?;
+                self.size()?;
             }
-            _ => i += 1,
+            for _ in 0..self.size()? {
+                self.string()?;
+            }
+            let Some(pc) = tbc else { return Ok(inner) };
+            // ldebug.c's luaG_getfuncline: from the last absolute line at or before pc, add
+            // the relative steps up to it.
+            let (mut base_pc, mut line) = match abs.iter().rev().find(|(p, _)| *p <= pc) {
+                Some(&(p, l)) => (p as i64, l as i64),
+                None => (-1, line_defined as i64),
+            };
+            while base_pc < pc as i64 {
+                base_pc += 1;
+                match lineinfo.get(base_pc as usize) {
+                    Some(&d) if d != ABS_LINE => line += d as i64,
+                    _ => {}
+                }
+            }
+            Ok(Some(line.max(1) as usize))
         }
     }
-    None
+    let mut r = R { b, i: 0 };
+    if r.take(4)? != b"\x1bLua" || r.byte()? != 0x54 {
+        return Err("not a Lua 5.4 chunk");
+    }
+    // format, LUAC_DATA (6), sizes of Instruction, Integer, Number, LUAC_INT, LUAC_NUM
+    r.take(1 + 6 + 3 + 8 + 8)?;
+    r.byte()?; // main function's upvalue count
+    r.function()
 }
 
 /// Cuts a string to at most `max` bytes without splitting a character.
@@ -279,9 +317,14 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
         mt.raw_set("__index", lib.clone())?;
         mt.raw_set("__newindex", refuse.clone())?;
         mt.raw_set("__metatable", false)?;
+        // `pairs(view)` iterates the library through a closure: the real table is never
+        // handed out (the generic `for`'s state value is the view itself).
         let next: Function = api.get("next")?;
         let l2 = lib.clone();
-        mt.raw_set("__pairs", lua.create_function(move |_, _t: Value| Ok((next.clone(), l2.clone(), Value::Nil)))?)?;
+        let step = lua.create_function(move |_, (_view, k): (Value, Value)| {
+            next.call::<(Value, Value)>((l2.clone(), k))
+        })?;
+        mt.raw_set("__pairs", lua.create_function(move |_, t: Value| Ok((step.clone(), t, Value::Nil)))?)?;
         view.set_metatable(Some(mt))?;
         env.raw_set(name, view)?;
     }

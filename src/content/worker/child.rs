@@ -1,0 +1,136 @@
+//! The worker process: `hailfire --script-worker`, started by the server, never by a
+//! person. It limits itself ([`super::limits`]), reads its mods' emitters from stdin, then
+//! answers one frame a tick: the starts and stops, the view, and back the commands and
+//! messages. Inside, each mod has its own Lua state (the same runtime the server uses for
+//! trusted content), so the commands are the ones the server would have made itself.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use super::wire::{self, Answer, Init, Op, TickReq};
+use crate::content::host::ModRouter;
+use crate::content::lua::Names;
+use crate::sim::script::{ScriptView, Scripting};
+
+fn write_frame(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(bytes)?;
+    out.flush()
+}
+
+/// Reads one whole frame (type, payload); None at end of input.
+fn read_frame(input: &mut impl Read, buf: &mut Vec<u8>) -> Option<u8> {
+    let mut len = [0u8; 4];
+    input.read_exact(&mut len).ok()?;
+    let n = u32::from_le_bytes(len) as usize;
+    if n == 0 || n > wire::MAX_FRAME {
+        return None;
+    }
+    buf.resize(n, 0);
+    input.read_exact(buf).ok()?;
+    Some(buf[0])
+}
+
+/// Runs the worker until its input ends; never returns.
+pub fn main() -> ! {
+    // A panic (inside mlua, say) is reported as a FATAL frame, then the process ends: the
+    // server sees a dead worker, never a dead server.
+    std::panic::set_hook(Box::new(|info| {
+        let mut msg = info.to_string();
+        crate::content::lua::truncate_chars(&mut msg, 600);
+        let mut w = wire::begin(wire::T_FATAL);
+        w.var(msg.len() as u64);
+        w.bytes(msg.as_bytes());
+        let _ = write_frame(&mut std::io::stdout().lock(), &wire::finish(w));
+        // SAFETY: ends the process at once, running nothing more of the program.
+        unsafe { libc::_exit(70) };
+    }));
+    let _page = super::probe::attach();
+    let held = super::limits::apply();
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut buf = Vec::new();
+    if read_frame(&mut input, &mut buf) != Some(wire::T_INIT) {
+        std::process::exit(2);
+    }
+    let Ok(init) = Init::decode(&buf[1..]) else { std::process::exit(2) };
+    let mut names = Names::default();
+    for (i, (k, radius, damage)) in init.kinds.iter().enumerate() {
+        names.kinds.insert(k.clone(), (i as u16, *radius, *damage));
+    }
+    names.enemies = init.enemies.iter().cloned().collect();
+    let emitters: Arc<BTreeMap<_, _>> = Arc::new(init.emitters);
+    let mut scripts = ModRouter::in_process(emitters, Arc::new(names), init.seed);
+    let mut w = wire::begin(wire::T_READY);
+    w.u8(held.to_byte());
+    if write_frame(&mut output, &wire::finish(w)).is_err() {
+        std::process::exit(0);
+    }
+    let mut answer = Answer::default();
+    #[cfg(feature = "test-hooks")]
+    let fault = test_fault();
+    while let Some(t) = read_frame(&mut input, &mut buf) {
+        if t != wire::T_TICK {
+            std::process::exit(2);
+        }
+        let Ok(req) = TickReq::decode(&buf[1..]) else { std::process::exit(2) };
+        for op in req.ops {
+            #[cfg(feature = "test-hooks")]
+            if let (Op::Start { name, .. }, Some((kind, target))) = (&op, &fault) {
+                if name == target {
+                    inject(kind);
+                }
+            }
+            match op {
+                Op::Start { owner, group, name, args } => scripts.start(owner, group, &name, args.as_ref()),
+                Op::Stop { owner, group } => scripts.stop(owner, group),
+            }
+        }
+        let view = ScriptView {
+            tick: req.tick,
+            arena: req.arena,
+            party: req.party,
+            players: &req.players,
+            owners: &req.owners,
+        };
+        answer.cmds.clear();
+        answer.msgs.clear();
+        scripts.run(&view, &mut answer.cmds, &mut answer.msgs);
+        answer.tasks = scripts.task_count().min(u32::MAX as usize) as u32;
+        if write_frame(&mut output, &answer.encode()).is_err() {
+            break;
+        }
+    }
+    std::process::exit(0)
+}
+
+/// Test builds only: `HAILFIRE_WORKER_FAULT=KIND:EMITTER` makes the worker fail when that
+/// emitter starts, in ways no Lua can reach on purpose: `panic`, `sleep` (past any
+/// deadline), `alloc` (Rust memory without end), `spin` (a loop with no Lua in it).
+#[cfg(feature = "test-hooks")]
+fn test_fault() -> Option<(String, String)> {
+    let v = std::env::var("HAILFIRE_WORKER_FAULT").ok()?;
+    let (k, e) = v.split_once(':')?;
+    Some((k.to_string(), e.to_string()))
+}
+
+#[cfg(feature = "test-hooks")]
+fn inject(kind: &str) {
+    match kind {
+        "panic" => panic!("injected panic"),
+        "sleep" => std::thread::sleep(std::time::Duration::from_secs(30)),
+        "alloc" => {
+            let mut hold: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hold.push(vec![1u8; 1 << 20]);
+            }
+        }
+        "spin" => {
+            let mut x = 0u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        _ => {}
+    }
+}
