@@ -328,6 +328,23 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
         view.set_metatable(Some(mt))?;
         env.raw_set(name, view)?;
     }
+    // `rawset` on a library view would write the view itself: refused like any write.
+    let views = lua.create_table()?;
+    for name in LIBRARIES {
+        views.raw_set(env.raw_get::<Table>(name)?, true)?;
+    }
+    let raw: Function = api.get("rawset")?;
+    env.raw_set(
+        "rawset",
+        lua.create_function(move |_, (t, k, v): (Value, Value, Value)| {
+            if let Value::Table(tt) = &t {
+                if views.raw_get::<bool>(tt.clone()).unwrap_or(false) {
+                    return Err(rt_err("the standard library is read-only (rawset on a library)"));
+                }
+            }
+            raw.call::<Value>((t, k, v))
+        })?,
+    )?;
     env.raw_set("_G", env.clone())?;
     let mt = lua.create_table()?;
     mt.raw_set("__index", api)?;

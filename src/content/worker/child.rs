@@ -78,11 +78,16 @@ pub fn main() -> ! {
             #[cfg(feature = "test-hooks")]
             if let (Op::Start { name, .. }, Some((kind, target))) = (&op, &fault) {
                 if name == target {
+                    super::probe::note_emitter(name);
                     inject(kind);
                 }
             }
             match op {
-                Op::Start { owner, group, name, args } => scripts.start(owner, group, &name, args.as_ref()),
+                Op::Start { owner, group, name, args } => {
+                    // Compiling is work too: a hang in it is this emitter's.
+                    super::probe::note_emitter(&name);
+                    scripts.start(owner, group, &name, args.as_ref())
+                }
                 Op::Stop { owner, group } => scripts.stop(owner, group),
             }
         }
@@ -122,7 +127,9 @@ fn inject(kind: &str) {
         "alloc" => {
             let mut hold: Vec<Vec<u8>> = Vec::new();
             loop {
-                hold.push(vec![1u8; 1 << 20]);
+                let mut v = Vec::with_capacity(64 << 20);
+                v.push(1u8);
+                hold.push(v);
             }
         }
         "spin" => {

@@ -134,7 +134,9 @@ impl Worker {
             // SAFETY: dup2 is async-signal-safe; it runs in the child between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
-                    if libc::dup2(fd, 3) < 0 {
+                    // dup2 onto itself keeps close-on-exec: clear it by hand then.
+                    let ok = if fd == 3 { libc::fcntl(3, libc::F_SETFD, 0) >= 0 } else { libc::dup2(fd, 3) >= 0 };
+                    if !ok {
                         return Err(std::io::Error::last_os_error());
                     }
                     Ok(())
