@@ -1,6 +1,10 @@
 //! Hostile mods: each attack that was seen to break the first sandbox, written only
 //! against the public modding API, must be stopped or refused with mod, file and line,
 //! within bounded time and memory, while the rest of the game goes on.
+//!
+//! These run the mods *in the server's process*, as a mod an operator marks trusted runs
+//! (and as the base game does): the in-process sandbox is still what holds those. An
+//! untrusted mod runs in a worker process on top of the same sandbox: `tests/workers.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -52,7 +56,7 @@ struct Run {
 /// hang fails the test after 60 s instead of hanging it.
 fn run(c: &Content, enemies: &[(&str, Vec2)], ticks: u32) -> Run {
     let defs = c.defs.clone();
-    let factory = c.script_factory();
+    let factory = c.script_factory_in_process();
     let enemies: Vec<(String, Vec2)> = enemies.iter().map(|(e, p)| (e.to_string(), *p)).collect();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -70,6 +74,8 @@ fn run(c: &Content, enemies: &[(&str, Vec2)], ticks: u32) -> Run {
             for e in ev.drain(..) {
                 match e {
                     SimEvent::ScriptError { message, .. } => out.errors.push(message),
+                    // A mod's worker process lost (killed at its deadline, or dead).
+                    SimEvent::InstanceStopped { reason, .. } => out.errors.push(format!("fight stopped: {reason}")),
                     SimEvent::ScriptLog { message, .. } => out.logs.push(message),
                     SimEvent::BulletSpawned { .. } | SimEvent::BurstSpawned { .. } => out.shots += e.spawned().len(),
                     _ => {}

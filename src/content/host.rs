@@ -234,7 +234,7 @@ impl Scripting for ModRouter {
         }
         #[cfg(unix)]
         match self.worker() {
-            Ok(w) => w.start(owner, group, name, args),
+            Ok(w) => w.start(&mod_id, owner, group, name, args),
             Err(why) => {
                 if !self.worker_gone {
                     self.pending.push(ScriptMessage::Error(format!("mod '{mod_id}': {why}")));
@@ -254,8 +254,14 @@ impl Scripting for ModRouter {
     }
 
     fn run(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) {
+        self.run_begin(view, out, msgs);
+        self.run_end(out, msgs);
+    }
+
+    fn run_begin(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) {
         msgs.append(&mut self.pending);
-        // The worker's request goes first, so it works while the trusted states run.
+        // The worker's request goes first, so it works while the trusted states run (and
+        // while the world steps other instances, until `run_end`).
         #[cfg(unix)]
         if let Some(w) = &mut self.worker {
             if let Err(why) = w.send(view) {
@@ -265,12 +271,17 @@ impl Scripting for ModRouter {
         for rt in self.local.values_mut() {
             rt.run(view, out, msgs);
         }
+    }
+
+    fn run_end(&mut self, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) {
         #[cfg(unix)]
         if let Some(w) = &mut self.worker {
             if let Err(why) = w.finish(out, msgs) {
                 self.lose_worker(why);
             }
         }
+        #[cfg(not(unix))]
+        let _ = (out, msgs);
     }
 
     fn task_count(&self) -> usize {

@@ -97,6 +97,8 @@ pub struct Instance {
     next_uid: u32,
     next_enemy: u32,
     scripts: Box<dyn Scripting>,
+    /// The scripts were handed this tick (`step_begin`), so `step_end` collects them.
+    scripts_ran: bool,
     rng: Rng,
     next_wave: usize,
     wave_wait: u32,
@@ -182,6 +184,7 @@ impl Instance {
             next_uid: 1,
             next_enemy: 1,
             scripts,
+            scripts_ran: false,
             rng: Rng::new(seed),
             next_wave: 0,
             wave_wait: 0,
@@ -330,11 +333,24 @@ impl Instance {
     }
 
     pub fn step(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        self.step_begin(tick, defs, events, requests);
+        self.step_end(tick, defs, events, requests);
+    }
+
+    /// The first half of a step: everything up to the scripts, which are handed the tick
+    /// (a worker process computes its answer while the world goes on; see
+    /// [`Scripting::run_begin`]).
+    pub fn step_begin(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         self.age += 1;
         self.bullets.step(self.arena);
         self.step_players(tick, defs, events, requests);
         self.step_enemies();
-        self.run_scripts(tick, defs, events);
+        self.scripts_begin(tick);
+    }
+
+    /// The second half: the scripts' commands, hits and the run's progress.
+    pub fn step_end(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+        self.scripts_end(tick, defs, events);
         if let Some(reason) = self.scripts.take_lost() {
             self.stop_run(reason, events, requests);
         }
@@ -643,10 +659,12 @@ impl Instance {
         }
     }
 
-    fn run_scripts(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>) {
+    fn scripts_begin(&mut self, tick: Tick) {
+        self.scripts_ran = false;
         if self.enemies.is_empty() && self.boss.is_none() && self.scripts.task_count() == 0 {
             return;
         }
+        self.scripts_ran = true;
         self.pviews.clear();
         self.pviews.extend(self.players.iter().map(|p| PlayerView {
             id: p.id,
@@ -673,7 +691,14 @@ impl Instance {
         }
         let party = if self.run.party > 0 { self.run.party } else { self.players.len() as u32 }.max(1);
         let view = ScriptView { tick, arena: self.arena, party, players: &self.pviews, owners: &self.oviews };
-        self.scripts.run(&view, &mut self.cmds, &mut self.msgs);
+        self.scripts.run_begin(&view, &mut self.cmds, &mut self.msgs);
+    }
+
+    fn scripts_end(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>) {
+        if !self.scripts_ran {
+            return;
+        }
+        self.scripts.run_end(&mut self.cmds, &mut self.msgs);
         let cmds = std::mem::take(&mut self.cmds);
         for c in &cmds {
             match c {

@@ -98,6 +98,16 @@ pub trait Scripting: Send {
     fn stop(&mut self, owner: Owner, group: Option<u32>);
     /// Runs every task due this tick.
     fn run(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>);
+    /// The first half of [`Scripting::run`]: runtimes that work elsewhere (a worker
+    /// process) are handed the tick and work meanwhile; the rest run now. The world calls
+    /// this for every instance before it calls [`Scripting::run_end`] for any, so workers
+    /// compute side by side and no instance waits for another's. `run` is `run_begin`
+    /// then `run_end`.
+    fn run_begin(&mut self, view: &ScriptView, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) {
+        self.run(view, out, msgs)
+    }
+    /// The second half: collects what was handed out in `run_begin`.
+    fn run_end(&mut self, _out: &mut Vec<ScriptCmd>, _msgs: &mut Vec<ScriptMessage>) {}
     /// Live tasks (for tests and diagnostics).
     fn task_count(&self) -> usize;
     /// Why this runtime can no longer run the fight's scripts (a mod's worker process was

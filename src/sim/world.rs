@@ -172,26 +172,39 @@ impl World {
         events.append(&mut self.pending);
         let mut requests = std::mem::take(&mut self.requests);
         let (inst_defs, defs) = (&self.inst_defs, &self.defs);
-        let step_one = |(id, inst): (&InstanceId, &mut Instance)| {
-            let d = inst_defs.get(id).unwrap_or(defs);
-            let t0 = std::time::Instant::now();
-            let (mut ev, mut rq) = (std::mem::take(&mut inst.step_events), std::mem::take(&mut inst.step_requests));
-            inst.step(tick, d, &mut ev, &mut rq);
-            (inst.step_events, inst.step_requests) = (ev, rq);
-            inst.step_us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+        // Two passes: every instance's first half (its scripts handed the tick: a worker
+        // process computes while the world goes on), then every second half (the
+        // scripts' answers collected). Workers thus compute side by side, and a slow one
+        // costs the others nothing until its own second half.
+        let half = |second: bool| {
+            move |(id, inst): (&InstanceId, &mut Instance)| {
+                let d = inst_defs.get(id).unwrap_or(defs);
+                let t0 = std::time::Instant::now();
+                let (mut ev, mut rq) = (std::mem::take(&mut inst.step_events), std::mem::take(&mut inst.step_requests));
+                if second {
+                    inst.step_end(tick, d, &mut ev, &mut rq);
+                } else {
+                    inst.step_begin(tick, d, &mut ev, &mut rq);
+                }
+                (inst.step_events, inst.step_requests) = (ev, rq);
+                let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+                inst.step_us = if second { inst.step_us.saturating_add(us) } else { us };
+            }
         };
         let last_us: u64 = self.instances.values().map(|i| i.step_us as u64).sum();
-        match &self.threads {
-            Some(pool) if self.instances.len() > 1 && last_us >= self.parallel_from_us => {
-                use rayon::prelude::*;
-                // Instances share nothing while they step. Each is one task, the slowest
-                // of the last tick first, so a long one starts at once and the others
-                // spread over the remaining threads meanwhile.
-                let mut work: Vec<(&InstanceId, &mut Instance)> = self.instances.iter_mut().collect();
-                work.sort_by_key(|(_, i)| std::cmp::Reverse(i.step_us));
-                pool.install(|| work.into_par_iter().with_max_len(1).for_each(step_one));
+        for second in [false, true] {
+            match &self.threads {
+                Some(pool) if self.instances.len() > 1 && last_us >= self.parallel_from_us => {
+                    use rayon::prelude::*;
+                    // Instances share nothing while they step. Each is one task, the slowest
+                    // of the last tick first, so a long one starts at once and the others
+                    // spread over the remaining threads meanwhile.
+                    let mut work: Vec<(&InstanceId, &mut Instance)> = self.instances.iter_mut().collect();
+                    work.sort_by_key(|(_, i)| std::cmp::Reverse(i.step_us));
+                    pool.install(|| work.into_par_iter().with_max_len(1).for_each(half(second)));
+                }
+                _ => self.instances.iter_mut().for_each(half(second)),
             }
-            _ => self.instances.iter_mut().for_each(step_one),
         }
         // Merged in instance order: the same events in the same order, whatever the
         // number of threads.

@@ -173,6 +173,8 @@ struct Task {
     dead: bool,
     /// The emitter's `args` table, handed to its first resume (then None).
     first_arg: Option<Table>,
+    /// Where the hook last saw this task (kept only in a worker, for its shared page).
+    at: String,
 }
 
 pub struct LuaRuntime {
@@ -490,6 +492,7 @@ impl Scripting for LuaRuntime {
                     wake: 0,
                     dead: false,
                     first_arg: Some(t),
+                    at: String::new(),
                 });
             }
             Err(e) => {
@@ -550,9 +553,20 @@ impl Scripting for LuaRuntime {
                 c.resume_start = std::time::Instant::now();
                 c.last_pos.clear();
             }
-            crate::content::worker::probe::note_emitter(&self.tasks[i].emitter);
+            let probing = crate::content::worker::probe::attached();
+            if probing {
+                crate::content::worker::probe::note_emitter(&self.tasks[i].emitter);
+                crate::content::worker::probe::note_pos(&self.tasks[i].at);
+            }
             let first = self.tasks[i].first_arg.take();
             let res = self.tasks[i].thread.resume::<mlua::MultiValue>(first);
+            if probing {
+                if let Ok(Some(c)) = lua.try_app_data_ref::<Ctx>() {
+                    if !c.last_pos.is_empty() {
+                        self.tasks[i].at.clone_from(&c.last_pos);
+                    }
+                }
+            }
             // A budget that ran out ends the task whatever the script did with the error
             // (caught it, swallowed it in a metamethod, returned normally).
             let over = match lua.try_app_data_ref::<Ctx>() {
@@ -608,6 +622,7 @@ impl Scripting for LuaRuntime {
                     wake: view.tick,
                     dead: false,
                     first_arg: None,
+                    at: String::new(),
                 });
             }
             i += 1;

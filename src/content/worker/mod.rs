@@ -26,9 +26,10 @@ use crate::sim::defs::ArgValue;
 use crate::sim::script::{Owner, ScriptCmd, ScriptMessage, ScriptView};
 use wire::{Answer, Init, Op, TickReq};
 
-/// CPU time a worker may spend answering one tick, milliseconds. An instance's scripts
-/// get 1,000,000 instructions a tick per mod (a few ms here); this is the backstop for
-/// work the instruction count cannot see.
+/// CPU time a worker may spend answering one tick, milliseconds, for each mod it runs
+/// emitters of in that fight. Each mod's scripts get 1,000,000 instructions a tick (about
+/// 5 ms on the 2-core machine of docs/PERFORMANCE.md); this is the backstop for work the
+/// instruction count cannot see.
 pub const TICK_CPU_MS: u64 = 12;
 /// Wall-clock time a worker may take to answer one tick, milliseconds: room for a busy
 /// machine to run it late, not for a worker that sleeps or blocks.
@@ -85,6 +86,8 @@ pub struct Worker {
     pub held: limits::Held,
     ops: Vec<Op>,
     tasks: usize,
+    /// Mods whose emitters this worker was asked to start (the CPU budget scales by them).
+    mods: std::collections::BTreeSet<String>,
     out: Writer,
     inbuf: Vec<u8>,
     /// When the last request was sent, and the worker's CPU time then.
@@ -168,6 +171,7 @@ impl Worker {
             held: limits::Held::default(),
             ops: Vec::new(),
             tasks: 0,
+            mods: Default::default(),
             out: Writer::new(),
             inbuf: Vec::new(),
             sent: None,
@@ -243,7 +247,7 @@ impl Worker {
     fn read_frame(&mut self, deadline: Instant, cpu: Option<Duration>) -> Result<(u8, Vec<u8>), String> {
         use std::io::Read;
         use std::os::fd::AsRawFd;
-        let cpu_budget = Duration::from_millis(TICK_CPU_MS);
+        let cpu_budget = self.cpu_budget();
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match wire::split(&self.inbuf) {
@@ -277,7 +281,7 @@ impl Worker {
             let now = Instant::now();
             if now >= deadline {
                 return Err(match cpu {
-                    Some(_) => format!("did not answer within {TICK_WALL_MS} ms"),
+                    Some(_) => format!("did not answer within {} ms", self.wall_budget().as_millis()),
                     None => format!("did not start within {START_MS} ms"),
                 });
             }
@@ -285,7 +289,7 @@ impl Worker {
             if let Some(cpu0) = cpu {
                 let used = self.cpu_time().saturating_sub(cpu0);
                 if used >= cpu_budget {
-                    return Err(format!("used more than {TICK_CPU_MS} ms of CPU on one tick"));
+                    return Err(format!("used more than {} ms of CPU on one tick", cpu_budget.as_millis()));
                 }
                 // Its CPU time cannot grow faster than the clock: look again when it could
                 // have used up what is left (at least every millisecond).
@@ -295,7 +299,21 @@ impl Worker {
         }
     }
 
-    pub fn start(&mut self, owner: Owner, group: u32, name: &str, args: Option<&ArgValue>) {
+    /// The wall-clock time one tick's answer may take: [`TICK_WALL_MS`], plus the CPU
+    /// budget past the first mod's.
+    pub fn wall_budget(&self) -> Duration {
+        Duration::from_millis(TICK_WALL_MS) + self.cpu_budget() - Duration::from_millis(TICK_CPU_MS)
+    }
+
+    /// The CPU one tick's answer may take: [`TICK_CPU_MS`] for each mod started here.
+    pub fn cpu_budget(&self) -> Duration {
+        Duration::from_millis(TICK_CPU_MS * self.mods.len().max(1) as u64)
+    }
+
+    pub fn start(&mut self, mod_id: &str, owner: Owner, group: u32, name: &str, args: Option<&ArgValue>) {
+        if !self.mods.contains(mod_id) {
+            self.mods.insert(mod_id.to_string());
+        }
         self.ops.push(Op::Start { owner, group, name: name.to_string(), args: args.cloned() });
         self.tasks += 1;
     }
@@ -323,7 +341,7 @@ impl Worker {
         req.encode_into(&mut out);
         let now = Instant::now();
         let cpu0 = self.cpu_time();
-        let res = self.write_all(&out.buf, now + Duration::from_millis(TICK_WALL_MS));
+        let res = self.write_all(&out.buf, now + self.wall_budget());
         self.out = out;
         self.sent = Some((now, cpu0));
         res
@@ -332,7 +350,7 @@ impl Worker {
     /// Waits for the answer to the request sent last and appends it.
     pub fn finish(&mut self, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) -> Result<(), String> {
         let Some((at, cpu0)) = self.sent.take() else { return Ok(()) };
-        let (t, p) = self.read_frame(at + Duration::from_millis(TICK_WALL_MS), Some(cpu0))?;
+        let (t, p) = self.read_frame(at + self.wall_budget(), Some(cpu0))?;
         if t != wire::T_DONE {
             return Err("sent a malformed answer (not a tick's)".into());
         }

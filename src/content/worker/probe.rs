@@ -23,6 +23,11 @@ fn put(base: *mut u8, slot: usize, s: &str) {
     }
 }
 
+/// Whether this process notes positions (a worker with its page).
+pub fn attached() -> bool {
+    !PAGE_PTR.load(Ordering::Relaxed).is_null()
+}
+
 /// Notes the emitter about to be resumed (worker only; nothing otherwise).
 pub fn note_emitter(name: &str) {
     let p = PAGE_PTR.load(Ordering::Relaxed);
