@@ -569,8 +569,13 @@ struct Console {
 
 impl Console {
     fn start(data: &Path, port: u16, log: &Path) -> Console {
+        Console::start_with(data, port, log, &[])
+    }
+
+    fn start_with(data: &Path, port: u16, log: &Path, extra: &[&std::ffi::OsStr]) -> Console {
         let mut child = hf(data)
             .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .env("HAILFIRE_LOG_FILE", log)
             .env("RUST_LOG", "info")
             .stdin(Stdio::piped())
@@ -787,4 +792,64 @@ fn version_names_the_protocol_and_build_and_a_crash_writes_a_report_with_the_log
         assert!(report.contains(needle), "the report has '{needle}':\n{report}");
     }
     assert!(err.contains(&crashes[0].path().display().to_string()), "{err}");
+}
+
+#[test]
+fn a_mod_looping_in_table_concat_ends_only_its_fight_and_status_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("mods/spin");
+    std::fs::create_dir_all(m.join("emitters")).unwrap();
+    std::fs::write(
+        m.join("mod.toml"),
+        "id = \"spin\"\nname = \"Spin\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
+    )
+    .unwrap();
+    // Behaves in the load-time dry run (two players); facing a lone player it copies
+    // 4 MiB inside C for every five instructions, forever.
+    std::fs::write(
+        m.join("emitters/spin.lua"),
+        "wait_until(function() return #players() == 1 end)\nlocal big = {}\nfor i = 1, 4 do big[i] = string.rep('x', 1 << 20) end\nwhile true do local s = table.concat(big) end\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("enemies.toml"),
+        "[spinner]\nname = \"Spinner\"\nhp = 100000\nradius = 12.0\nbehaviour = \"stationary\"\nemitters = [\"spin\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("dungeons.toml"),
+        "[spin_pit]\nname = \"Spin Pit\"\narena = [900.0, 700.0]\nspawn = [450.0, 600.0]\nboss = \"warden\"\nboss_pos = [450.0, 100.0]\nportal = [700.0, 420.0]\n\n[[spin_pit.waves]]\ndelay = 30\nspawns = [{ enemy = \"spinner\", x = 450.0, y = 150.0 }]\n",
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mods = dir.path().join("mods");
+    let mut console = Console::start_with(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str()]);
+    let bot_in = |dungeon: &str, name: &str, secs: &str| {
+        hf(dir.path())
+            .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--dungeon", dungeon, "--seconds", secs])
+            .args(["--name", name])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let bystander = bot_in("warden_keep", "bystander", "14");
+    std::thread::sleep(Duration::from_secs(2));
+    let victim = bot_in("spin_pit", "victim", "8");
+    let (vc, vout) = finish(victim, 60);
+    let (bc, bout) = finish(bystander, 60);
+    let s = read(&log);
+    assert!(vc == 0 || vout.contains("stopped"), "{vout}\n{s}");
+    assert!(vout.contains("run stopped by the server"), "the victim was told: {vout}");
+    assert_eq!(bc, 0, "{bout}\n{s}");
+    assert!(bout.contains("fought in the dungeon") && bout.contains("resyncs 0 "), "{bout}");
+    let stop = line_with(&s, &["fight stopped", "spin_pit"]).unwrap_or_else(|| panic!("no stop in the log:\n{s}"));
+    assert!(stop.contains("mod 'spin' emitter 'spin'") && stop.contains("used more than 8 ms of CPU"), "{stop}");
+    assert!(!s.contains("fell behind") && !s.contains("falling behind"), "the server kept its 60 Hz:\n{s}");
+    let status = console.type_line("status", &|o| o.contains("instances:") && o.contains("fights stopped"));
+    assert!(status.contains("spin_pit: mod 'spin' emitter 'spin'"), "{status}");
+    assert!(console.child.try_wait().unwrap().is_none(), "the server is still running");
+    let _ = Command::new("kill").args(["-TERM", &console.child.id().to_string()]).status();
+    assert_eq!(console.child.wait().unwrap().code(), Some(0));
 }

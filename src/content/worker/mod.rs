@@ -30,7 +30,7 @@ use wire::{Answer, Init, Op, TickReq};
 /// emitters of in that fight. Each mod's scripts get 1,000,000 instructions a tick (about
 /// 5 ms on the 2-core machine of docs/PERFORMANCE.md); this is the backstop for work the
 /// instruction count cannot see.
-pub const TICK_CPU_MS: u64 = 12;
+pub const TICK_CPU_MS: u64 = 8;
 /// Wall-clock time a worker may take to answer one tick, milliseconds: room for a busy
 /// machine to run it late, not for a worker that sleeps or blocks.
 pub const TICK_WALL_MS: u64 = 60;
