@@ -35,6 +35,19 @@ impl Scripting for Timed {
         self.inner.run(v, out, m);
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
+    fn run_begin(&mut self, v: &ScriptView, out: &mut Vec<ScriptCmd>, m: &mut Vec<ScriptMessage>) {
+        let t = Instant::now();
+        self.inner.run_begin(v, out, m);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    fn run_end(&mut self, out: &mut Vec<ScriptCmd>, m: &mut Vec<ScriptMessage>) {
+        let t = Instant::now();
+        self.inner.run_end(out, m);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    fn take_lost(&mut self) -> Option<String> {
+        self.inner.take_lost()
+    }
     fn task_count(&self) -> usize {
         self.inner.task_count()
     }
@@ -1044,15 +1057,20 @@ pub struct InstancesBench {
     pub kib_per_instance: Option<f64>,
     /// How much faster than the same fights on one thread.
     pub speedup: f64,
+    /// Every script (the base game's too) ran in worker processes, one per fight.
+    pub workers: bool,
+    /// Opening a fight and starting its boss (with `workers`, starting its worker), ms.
+    pub open_ms_per_fight: f64,
 }
 
 impl std::fmt::Display for InstancesBench {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} Warden fights ({} players), {} thread{}: {:.3} ms/tick ({:.2} µs per fight, {:.0} % of the 16.7 ms budget; Lua {:.0} %; {:.0} bullets per fight; x{:.2} of one thread)",
+            "{} Warden fights ({} players){}, {} thread{}: {:.3} ms/tick ({:.2} µs per fight, {:.0} % of the 16.7 ms budget; Lua {:.0} %; {:.0} bullets per fight; x{:.2} of one thread)",
             self.instances,
             self.instances * 4,
+            if self.workers { ", scripts in worker processes" } else { "" },
             self.threads,
             if self.threads == 1 { "" } else { "s" },
             self.ms_per_tick,
@@ -1062,27 +1080,58 @@ impl std::fmt::Display for InstancesBench {
             self.mean_bullets,
             self.speedup
         )?;
+        if self.workers {
+            write!(f, "; a fight and its worker start in {:.2} ms", self.open_ms_per_fight)?;
+        }
         if let Some(k) = self.kib_per_instance {
-            write!(f, "; memory {k:.0} KiB per fight ({:.0} MiB in all)", k * self.instances as f64 / 1024.0)?;
+            let whose = if self.workers { " with its worker (proportional set size)" } else { "" };
+            write!(f, "; memory {k:.0} KiB per fight{whose} ({:.0} MiB in all)", k * self.instances as f64 / 1024.0)?;
         }
         Ok(())
     }
 }
 
-/// This process's resident memory, KiB (Linux).
-fn own_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+/// A process's resident memory, KiB (Linux).
+fn rss_kib(pid: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A process's proportional set size, KiB (Linux): its own memory plus its share of the
+/// pages it maps with others (every worker maps the same executable).
+fn pss_kib(pid: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    s.lines().find(|l| l.starts_with("Pss:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// This process's resident memory and its children's (script workers, by their
+/// proportional set size), KiB (Linux).
+fn own_rss_kib() -> Option<u64> {
+    let mut total = rss_kib("self")?;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        total += kids.split_whitespace().filter_map(|p| pss_kib(p).or_else(|| rss_kib(p))).sum::<u64>();
+    }
+    Some(total)
 }
 
 /// N Warden fights in one world, every boss phase in turn, the players firing and kept
 /// alive; measured on 1, 2, 4 … `threads` threads, each on a fresh world (the same fights,
 /// so the same work).
-pub fn instances(content: &Content, n: u32, threads: usize, quick: bool) -> Vec<InstancesBench> {
+/// With `workers`, every script (the base game's too) runs in worker processes, one per
+/// fight, as an untrusted mod's would: the cost of the worker path.
+pub fn instances(content: &Content, n: u32, threads: usize, quick: bool, workers: bool) -> Vec<InstancesBench> {
     let nanos = Arc::new(AtomicU64::new(0));
     let players = n * 4;
+    let scripts: Arc<dyn ScriptFactory> = if workers {
+        use crate::content::host::{Isolation, ScriptHost};
+        let isolation = Isolation::Workers { exe: crate::content::worker::worker_exe(), trusted: Default::default() };
+        Arc::new(ScriptHost::new(&content.defs, content.emitters.clone(), isolation))
+    } else {
+        content.script_factory_in_process()
+    };
     let build = || {
-        let factory = Arc::new(TimedFactory { inner: content.script_factory(), nanos: nanos.clone() });
+        let factory = Arc::new(TimedFactory { inner: scripts.clone(), nanos: nanos.clone() });
         let mut world = World::new(content.defs.clone(), factory, 3);
         for id in 1..=players {
             world.add_player(id, "bot");
@@ -1128,7 +1177,9 @@ pub fn instances(content: &Content, n: u32, threads: usize, quick: bool) -> Vec<
     let mut kib = None;
     for t in counts {
         let before = own_rss_kib();
+        let built = Instant::now();
         let (mut world, fights) = build();
+        let build_ms = built.elapsed().as_secs_f64() * 1000.0 / fights.len().max(1) as f64;
         if world.set_threads(t).is_err() {
             break;
         }
@@ -1158,6 +1209,8 @@ pub fn instances(content: &Content, n: u32, threads: usize, quick: bool) -> Vec<
             mean_bullets: bullets as f64 / ticks as f64 / fights.len().max(1) as f64,
             kib_per_instance: kib,
             speedup: one / ms.max(1e-12),
+            workers,
+            open_ms_per_fight: build_ms,
         });
     }
     out

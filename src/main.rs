@@ -514,8 +514,18 @@ fn main() -> ExitCode {
             let content = hailfire::content::Content::load_default();
             let threads =
                 threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
-            for r in hailfire::bench::instances(&content, n, threads, quick) {
-                println!("{r}");
+            let here = hailfire::bench::instances(&content, n, threads, quick, false);
+            here.iter().for_each(|r| println!("{r}"));
+            // The same fights with every script in a worker process (as untrusted mods run).
+            let there = hailfire::bench::instances(&content, n, threads, quick, true);
+            there.iter().for_each(|r| println!("{r}"));
+            for (a, b) in here.iter().zip(&there) {
+                let per = (b.ms_per_tick - a.ms_per_tick) * 1000.0 / a.instances.max(1) as f64;
+                println!(
+                    "worker path, {} thread{}: {per:+.1} µs per instance-tick over in process",
+                    a.threads,
+                    if a.threads == 1 { "" } else { "s" }
+                );
             }
             ExitCode::SUCCESS
         }

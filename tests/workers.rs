@@ -198,10 +198,9 @@ fn a_mod_cannot_see_or_change_another_mods_tables_or_libraries() {
     write_mod(dir.path(), "beta", &[("watch", beta)]);
     // Both mods' enemies in one fight (one worker, a Lua state each).
     let both = dir.path().join("beta/dungeons.toml");
-    let text = std::fs::read_to_string(&both).unwrap().replace(
-        "spawns = [",
-        "spawns = [{ enemy = \"snoop\", x = 600.0, y = 150.0 }, ",
-    );
+    let text = std::fs::read_to_string(&both)
+        .unwrap()
+        .replace("spawns = [", "spawns = [{ enemy = \"snoop\", x = 600.0, y = 150.0 }, ");
     std::fs::write(&both, text).unwrap();
     let c = load(dir.path());
     assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
@@ -298,4 +297,3 @@ fn mods_check_runs_mods_in_workers_and_names_a_hanging_mod_at_its_line() {
     // Not a timing assertion on the deadline: a bound that only a hang would break.
     assert!(start.elapsed().as_secs() < 60, "mods check finished");
 }
-

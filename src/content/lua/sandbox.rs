@@ -63,9 +63,7 @@ fn close_in_dump(b: &[u8]) -> Result<Option<usize>, &'static str> {
             self.take(3)?; // params, vararg, stack size
             let ncode = self.size()?;
             let code = self.take(ncode.checked_mul(4).ok_or("code size")?)?.to_vec();
-            let tbc = code
-                .chunks_exact(4)
-                .position(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) & 0x7f == OP_TBC);
+            let tbc = code.chunks_exact(4).position(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) & 0x7f == OP_TBC);
             for _ in 0..self.size()? {
                 match self.byte()? {
                     0x00 | 0x01 | 0x11 => {}
@@ -321,9 +319,8 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
         // handed out (the generic `for`'s state value is the view itself).
         let next: Function = api.get("next")?;
         let l2 = lib.clone();
-        let step = lua.create_function(move |_, (_view, k): (Value, Value)| {
-            next.call::<(Value, Value)>((l2.clone(), k))
-        })?;
+        let step =
+            lua.create_function(move |_, (_view, k): (Value, Value)| next.call::<(Value, Value)>((l2.clone(), k)))?;
         mt.raw_set("__pairs", lua.create_function(move |_, t: Value| Ok((step.clone(), t, Value::Nil)))?)?;
         view.set_metatable(Some(mt))?;
         env.raw_set(name, view)?;

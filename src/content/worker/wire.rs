@@ -584,7 +584,8 @@ mod tests {
             let (_, p, _) = split(&bytes).unwrap().unwrap();
             assert!(Answer::decode(p, 2, |_| true).is_err(), "{s:?}");
         }
-        let spawn = Answer { cmds: vec![ScriptCmd::Spawn { enemy: "nope".into(), pos: Vec2::ZERO }], ..Default::default() };
+        let spawn =
+            Answer { cmds: vec![ScriptCmd::Spawn { enemy: "nope".into(), pos: Vec2::ZERO }], ..Default::default() };
         let bytes = spawn.encode();
         assert!(Answer::decode(&bytes[5..], 2, |e| e == "bat").is_err());
         // Every prefix and every single-byte change decodes or fails, never panics.
