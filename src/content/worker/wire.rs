@@ -83,8 +83,11 @@ pub fn finish(mut w: Writer) -> Vec<u8> {
     w.buf
 }
 
-/// A complete frame at the start of `buf`: (type, payload, bytes used).
-pub fn split(buf: &[u8]) -> Result<Option<(u8, &[u8], usize)>, DecodeError> {
+/// A frame found at the start of a buffer: (type, payload, bytes used).
+pub type Frame<'a> = (u8, &'a [u8], usize);
+
+/// A complete frame at the start of `buf`, if one has arrived.
+pub fn split(buf: &[u8]) -> Result<Option<Frame<'_>>, DecodeError> {
     if buf.len() < 4 {
         return Ok(None);
     }
