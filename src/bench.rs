@@ -45,7 +45,7 @@ impl Scripting for Timed {
         self.inner.run_end(out, m);
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
-    fn take_lost(&mut self) -> Option<String> {
+    fn take_lost(&mut self) -> Option<crate::sim::script::Lost> {
         self.inner.take_lost()
     }
     fn task_count(&self) -> usize {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use super::lua::{EmitterSource, LuaRuntime, Names};
 use crate::sim::defs::ArgValue;
-use crate::sim::script::{Owner, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting};
+use crate::sim::script::{Lost, Owner, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting};
 use crate::sim::Defs;
 
 /// The mod every game has; always trusted.
@@ -103,7 +103,7 @@ pub struct ModRouter {
     #[cfg(unix)]
     worker: Option<WorkerHandle>,
     /// The worker was lost: why (taken once by the instance), and that it was.
-    lost: Option<String>,
+    lost: Option<Lost>,
     worker_gone: bool,
     pending: Vec<ScriptMessage>,
 }
@@ -137,7 +137,7 @@ impl ModRouter {
 
     /// The worker for this instance, started now if need be.
     #[cfg(unix)]
-    fn worker(&mut self) -> Result<&mut WorkerHandle, String> {
+    fn worker(&mut self, mod_id: &str) -> Result<&mut WorkerHandle, String> {
         if self.worker.is_none() {
             if self.worker_gone {
                 return Err("its script worker was lost earlier in this fight".into());
@@ -173,7 +173,10 @@ impl ModRouter {
                 Err(lost) => {
                     self.worker_gone = true;
                     let why = format!("its script worker {}", lost.why);
-                    self.lost = Some(why.clone());
+                    self.lost = Some(Lost {
+                        detail: crate::content::diag::escape_text(&format!("mod '{mod_id}': {why}")),
+                        summary: format!("the scripts of mod '{mod_id}' could not start"),
+                    });
                     return Err(why);
                 }
             }
@@ -197,13 +200,24 @@ impl ModRouter {
         };
         let at = if lost.pos.is_empty() { String::new() } else { format!(" (last at {})", lost.pos) };
         let reason = crate::content::diag::escape_text(&format!("{who}: its script worker {}{at}", lost.why));
+        let what = if lost.why.starts_with("used more") || lost.why.starts_with("did not answer") {
+            "took too long"
+        } else if lost.why.starts_with("crashed") || lost.why.starts_with("died") {
+            "crashed"
+        } else {
+            "misbehaved"
+        };
+        let summary = match &mod_id {
+            Some(m) => format!("the scripts of mod '{m}' {what}"),
+            None => format!("a mod's scripts {what}"),
+        };
         if let Some(m) = mod_id {
             let mut l = self.shared.losses.lock().unwrap_or_else(|e| e.into_inner());
             let e = l.entry(m).or_default();
             e.0 += 1;
             e.1 = reason.clone();
         }
-        self.lost = Some(reason);
+        self.lost = Some(Lost { detail: reason, summary });
     }
 
     fn disabled(&self, mod_id: &str) -> Option<String> {
@@ -233,7 +247,7 @@ impl Scripting for ModRouter {
             return;
         }
         #[cfg(unix)]
-        match self.worker() {
+        match self.worker(&mod_id) {
             Ok(w) => w.start(&mod_id, owner, group, name, args),
             Err(why) => {
                 if !self.worker_gone {
@@ -293,7 +307,7 @@ impl Scripting for ModRouter {
         here + there
     }
 
-    fn take_lost(&mut self) -> Option<String> {
+    fn take_lost(&mut self) -> Option<Lost> {
         self.lost.take()
     }
 }

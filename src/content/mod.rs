@@ -86,9 +86,15 @@ impl Content {
     /// The default roots plus `extra` folders (each a mod, or a folder of mods: the
     /// dedicated server's `--mods`), leaving out the mods whose ids are in `disabled`.
     pub fn load_configured(extra: &[PathBuf], disabled: &[String]) -> Content {
+        Content::load_configured_trusting(extra, disabled, &[])
+    }
+
+    /// [`Content::load_configured`] for a server whose `trusted_mods` run in its process:
+    /// the load-time dry run runs them there too, as the server will.
+    pub fn load_configured_trusting(extra: &[PathBuf], disabled: &[String], trusted: &[String]) -> Content {
         let mut roots = default_roots();
         roots.extend(extra.iter().map(|p| root_for(p)));
-        load_filtered(&roots, false, disabled)
+        load_checked(&roots, false, disabled, trusted)
     }
 }
 
@@ -168,11 +174,18 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
 /// when any mod besides the base game is in: a mod whose scripts fail there is refused
 /// with those errors, so the checker's verdict and the game's always agree.
 pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> Content {
+    load_checked(roots, lenient, disabled, &[])
+}
+
+/// [`load_filtered`] with the mods in `trusted` dry-run in this process (as a server that
+/// trusts them runs them), the others in script workers.
+pub fn load_checked(roots: &[ModRoot], lenient: bool, disabled: &[String], trusted: &[String]) -> Content {
     let content = load_inner(roots, lenient, disabled, &[]);
     if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
         return content;
     }
-    let dry = validate::dry_run_within(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT);
+    let dry =
+        validate::dry_run_trusting(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT, trusted);
     let failing: Vec<String> = content
         .mods
         .iter()

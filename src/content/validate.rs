@@ -116,6 +116,17 @@ struct Budget {
 /// [`dry_run`] that stops after `limit`: what was running then is an error of its mod
 /// (scripts that use most of their budget every tick could otherwise make a load last).
 pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Duration) -> DryRun {
+    dry_run_trusting(content, ticks, limit, &[])
+}
+
+/// [`dry_run_within`], running the mods in `trusted` in this process and every other mod
+/// but the base game in script workers, as a server with that `trusted_mods` runs them.
+pub fn dry_run_trusting(
+    content: &super::Content,
+    ticks: u32,
+    limit: std::time::Duration,
+    trusted: &[String],
+) -> DryRun {
     let ticks = ticks.max(1);
     let mut budget = Budget { deadline: std::time::Instant::now() + limit, limit, ran_out_in: None };
     let label = |em: Option<&crate::sim::defs::EmitterRef>| -> String {
@@ -178,7 +189,8 @@ pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Du
     let defs = Arc::new(defs);
     // Mods run as a server runs them: the base game here, every other mod in a worker
     // process with the server's deadline.
-    let factory = super::host::ScriptHost::new(&defs, content.emitters.clone(), super::host::Isolation::workers(&[]));
+    let factory =
+        super::host::ScriptHost::new(&defs, content.emitters.clone(), super::host::Isolation::workers(trusted));
     let mut emitters_run = 0;
     let mut errors = Vec::new();
     let mut logs = Vec::new();

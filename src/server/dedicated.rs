@@ -57,6 +57,8 @@ pub struct ModReloader {
     pub mods: Vec<std::path::PathBuf>,
     /// Mods turned off (host-and-play's Mods menu).
     pub disabled: Vec<String>,
+    /// Mods whose scripts run in the server's process (`trusted_mods`).
+    pub trusted: Vec<String>,
     /// Whether players may be asked to rejoin (a dedicated server: yes; host-and-play: no,
     /// the host would be one of them).
     pub allow_rejoin: bool,
@@ -72,6 +74,7 @@ impl ModReloader {
             requested: false,
             mods: mods.to_vec(),
             disabled: Vec::new(),
+            trusted: Vec::new(),
             allow_rejoin: true,
             loading: None,
         }
@@ -112,9 +115,9 @@ impl ModReloader {
                 w.changed_at = None;
             }
             let (tx, rx) = std::sync::mpsc::channel();
-            let (mods, disabled) = (self.mods.clone(), self.disabled.clone());
+            let (mods, disabled, trusted) = (self.mods.clone(), self.disabled.clone(), self.trusted.clone());
             let spawned = std::thread::Builder::new().name("hailfire-reload".into()).spawn(move || {
-                let _ = tx.send(Content::load_configured(&mods, &disabled));
+                let _ = tx.send(Content::load_configured_trusting(&mods, &disabled, &trusted));
             });
             match spawned {
                 Ok(_) => self.loading = Some(rx),
@@ -199,7 +202,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
             bail!("--mods {}: no such folder", m.display());
         }
     }
-    let content = Content::load_configured(&opts.mods, &[]);
+    let content = Content::load_configured_trusting(&opts.mods, &[], &opts.trusted_mods);
     for d in &content.diagnostics {
         warn!("{d}");
     }
@@ -299,6 +302,10 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     } else {
         ModReloader::on_request(&opts.mods)
     };
+    reloader.trusted = opts.trusted_mods.clone();
+    if !opts.trusted_mods.is_empty() {
+        info!(mods = ?opts.trusted_mods, "trusted mods: their scripts run in this process");
+    }
     println!("type `help` for the console's commands");
     let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
     run_loop(&mut server, &stop, opts.exit_after, Some(&mut reloader), &mut ops);

@@ -664,7 +664,7 @@ impl<T: Transport> Server<T> {
                 }
                 SimEvent::ScriptError { instance, message } => warn!(instance, "script error: {message}"),
                 SimEvent::ScriptLog { instance, message } => info!(instance, "script: {message}"),
-                SimEvent::InstanceStopped { instance, dungeon, reason, players } => {
+                SimEvent::InstanceStopped { instance, dungeon, reason, players, .. } => {
                     warn!(instance, dungeon = %dungeon, players = players.len(), "fight stopped: {reason}")
                 }
                 _ => {}
@@ -807,9 +807,10 @@ impl<T: Transport> Server<T> {
     /// player's own counts when they change (flares at once, the rest twice a second).
     fn runs(&mut self, events: &[SimEvent], tick: u32) {
         for e in events {
-            if let SimEvent::InstanceStopped { instance, dungeon, reason, players } = e {
+            if let SimEvent::InstanceStopped { instance, dungeon, reason, summary, players } = e {
+                // Players get the mod and what happened, not the server's paths.
                 let text = crate::protocol::names::clip(
-                    &format!("The fight was stopped: {reason}"),
+                    &format!("The fight was stopped: {summary}."),
                     crate::protocol::messages::MAX_NOTICE,
                 );
                 for player in players {

@@ -160,7 +160,10 @@ pub enum SimEvent {
     InstanceStopped {
         instance: InstanceId,
         dungeon: String,
+        /// For the log and the console (mod, emitter, file, line).
         reason: String,
+        /// For the players (which mod, in plain words).
+        summary: String,
         players: Vec<PlayerId>,
     },
     /// Server-only: a player moved (or arrived, `from: None`).

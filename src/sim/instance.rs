@@ -351,8 +351,8 @@ impl Instance {
     /// The second half: the scripts' commands, hits and the run's progress.
     pub fn step_end(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         self.scripts_end(tick, defs, events);
-        if let Some(reason) = self.scripts.take_lost() {
-            self.stop_run(reason, events, requests);
+        if let Some(lost) = self.scripts.take_lost() {
+            self.stop_run(lost, events, requests);
         }
         if self.run.ended == Some(RunOutcome::Stopped) {
             return;
@@ -362,14 +362,15 @@ impl Instance {
     }
 
     /// Ends the fight at once: its scripts cannot go on. Everyone goes back to the hub.
-    fn stop_run(&mut self, reason: String, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
+    fn stop_run(&mut self, lost: super::script::Lost, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         if self.is_hub() || self.run.ended == Some(RunOutcome::Stopped) {
             return;
         }
         events.push(SimEvent::InstanceStopped {
             instance: self.id,
             dungeon: self.dungeon().unwrap_or_default().to_string(),
-            reason,
+            reason: lost.detail,
+            summary: lost.summary,
             players: self.players.iter().map(|p| p.id).collect(),
         });
         // A run already over (cleared, failed) keeps its outcome; its players leave now.

@@ -89,6 +89,15 @@ pub enum ScriptMessage {
     Error(String),
 }
 
+/// Why a fight's scripts could not go on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lost {
+    /// For the log and the console: mod, emitter, file, what happened, the last line seen.
+    pub detail: String,
+    /// For the players: which mod, in a few plain words.
+    pub summary: String,
+}
+
 /// One instance's script runtime.
 pub trait Scripting: Send {
     /// Starts emitter `name` for `owner` with its arguments; `group` is the boss phase (0
@@ -112,7 +121,7 @@ pub trait Scripting: Send {
     fn task_count(&self) -> usize;
     /// Why this runtime can no longer run the fight's scripts (a mod's worker process was
     /// killed or died), once; the instance then ends its run with that reason.
-    fn take_lost(&mut self) -> Option<String> {
+    fn take_lost(&mut self) -> Option<Lost> {
         None
     }
 }

@@ -46,10 +46,10 @@ fn check_fields(t: &Table, extra: &[super::spec::Field]) -> mlua::Result<()> {
         if s.as_bytes().len() > 64 {
             return Err(rt_err(format!("unknown field of {} bytes", s.as_bytes().len())));
         }
-        let name = s.to_string_lossy();
-        if known().any(|f| f == name) {
+        if known().any(|f| f.as_bytes() == s.as_bytes().as_ref()) {
             continue;
         }
+        let name = s.to_string_lossy();
         let suggestion = if name.len() <= 64 { super::spec::suggest(&name, known()) } else { None };
         let hint = match suggestion {
             Some(s) => format!(" (did you mean '{s}'?)"),
@@ -216,42 +216,54 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         "shot",
         lua.create_function(|lua, t: Table| {
             let spec = ShotSpec::read(&t, &[]).map_err(|e| rt_err(format!("{}shot: {e}", caller(lua))))?;
-            let at = caller(lua);
-            with_ctx(lua, |c| {
+            // The caller's line is looked up only for an error: it costs more than the shot.
+            let res = with_ctx(lua, |c| {
                 let angle = spec.angle.unwrap_or(90.0);
-                spec.fire(c, angle).map_err(|e| rt_err(format!("{at}shot: {e}")))
+                spec.fire(c, angle)
+            });
+            res.map_err(|e| match e {
+                mlua::Error::RuntimeError(m) if !m.contains(".lua:") => rt_err(format!("{}shot: {m}", caller(lua))),
+                other => other,
             })
         })?,
     )?;
     g.set(
         "ring",
         lua.create_function(|lua, t: Table| {
-            let at = caller(lua);
-            let spec = ShotSpec::read(&t, super::spec::RING_FIELDS).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
-            let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}ring: {e}")))?;
-            with_ctx(lua, |c| {
+            let at = || caller(lua);
+            let spec = ShotSpec::read(&t, super::spec::RING_FIELDS).map_err(|e| rt_err(format!("{}ring: {e}", at())))?;
+            let n = pattern_n(&t).map_err(|e| rt_err(format!("{}ring: {e}", at())))?;
+            let res = with_ctx(lua, |c| {
                 let start = spec.angle.unwrap_or(90.0);
                 // A full turn in n equal integer steps of the angle grid.
-                spec.burst(c, n, start, 65536, n as u16).map_err(|e| rt_err(format!("{at}ring: {e}")))
+                spec.burst(c, n, start, 65536, n as u16)
+            });
+            res.map_err(|e| match e {
+                mlua::Error::RuntimeError(m) if !m.contains(".lua:") => rt_err(format!("{}ring: {m}", at())),
+                other => other,
             })
         })?,
     )?;
     g.set(
         "fan",
         lua.create_function(|lua, t: Table| {
-            let at = caller(lua);
-            let spec = ShotSpec::read(&t, super::spec::FAN_FIELDS).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
-            let n = pattern_n(&t).map_err(|e| rt_err(format!("{at}fan: {e}")))?;
+            // The caller's line only where a message needs it (it costs more than a shot).
+            let at = || caller(lua);
+            let spec = ShotSpec::read(&t, super::spec::FAN_FIELDS).map_err(|e| rt_err(format!("{}fan: {e}", at())))?;
+            let n = pattern_n(&t).map_err(|e| rt_err(format!("{}fan: {e}", at())))?;
             let spread = num(&t, "spread")?.unwrap_or(30.0);
             let aimed = t.get::<Value>("aim")?;
             with_ctx(lua, |c| {
-                if !matches!(aimed, Value::Nil) && spec.angle.is_some() && c.warned.insert(at.clone()) {
-                    c.logs.push(format!("warning: {at}fan: both 'aim' and 'angle' are given; 'aim' wins"));
+                if !matches!(aimed, Value::Nil) && spec.angle.is_some() {
+                    let at = at();
+                    if c.warned.insert(at.clone()) {
+                        c.logs.push(format!("warning: {at}fan: both 'aim' and 'angle' are given; 'aim' wins"));
+                    }
                 }
                 let centre = match (&aimed, spec.angle) {
                     (Value::Nil, Some(a)) => a,
                     (Value::Nil, None) => aim_angle(c, &Value::Nil)?,
-                    (v, _) => aim_angle(c, v).map_err(|e| rt_err(format!("{at}fan: {e}")))?,
+                    (v, _) => aim_angle(c, v).map_err(|e| rt_err(format!("{}fan: {e}", at())))?,
                 };
                 // The spread on the angle grid, shared out in n - 1 equal integer steps (a
                 // negative spread is the same fan).
@@ -262,7 +274,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     let span = (spread * crate::sim::bullets::grid::ANGLE).round() as u32;
                     (centre - spread / 2.0, span, (n - 1) as u16)
                 };
-                spec.burst(c, n, first, span, div).map_err(|e| rt_err(format!("{at}fan: {e}")))
+                spec.burst(c, n, first, span, div).map_err(|e| rt_err(format!("{}fan: {e}", at())))
             })
         })?,
     )?;

@@ -1,4 +1,5 @@
-//! The Lua emitter runtime: one sandboxed Lua 5.4 state per instance, each emitter a
+//! The Lua emitter runtime: one sandboxed Lua 5.4 state per mod per instance (see
+//! `content::host`, which also decides the process it runs in), each emitter a
 //! coroutine resumed by the simulation tick. `wait(n)` yields for n ticks, so a waiting
 //! emitter costs nothing until it is due. Scripts see ids and copies, never the world:
 //! every effect (`shot`, `move_to`, `spawn`, `sfx`) is a command applied at the tick
@@ -41,7 +42,7 @@ const HOOK_EVERY: u32 = 250;
 /// Wall-clock backstop for one resume: work inside C functions (copying huge strings) is
 /// not counted in instructions, so a resume running this long is stopped too.
 pub const RESUME_WALL_MS: u64 = 100;
-/// Memory cap per Lua state (one per instance).
+/// Memory cap per Lua state (one per mod per instance).
 pub const MEMORY_LIMIT: usize = 32 * 1024 * 1024;
 /// Largest string `string.rep` may build, bytes.
 pub const MAX_STRING_BYTES: usize = 1 << 20;
@@ -341,7 +342,7 @@ fn describe_full(e: &mlua::Error) -> String {
         }
         mlua::Error::RuntimeError(s) => s.clone(),
         mlua::Error::SyntaxError { message, .. } => message.clone(),
-        mlua::Error::MemoryError(_) => format!("out of memory (limit {} MiB per instance)", MEMORY_LIMIT >> 20),
+        mlua::Error::MemoryError(_) => format!("out of memory (limit {} MiB per mod per fight)", MEMORY_LIMIT >> 20),
         mlua::Error::WithContext { cause, .. } => describe(cause),
         other => other.to_string(),
     }
