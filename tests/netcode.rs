@@ -140,7 +140,11 @@ fn replica_parity_with_the_scripts_in_a_worker_process_is_bit_exact() {
     assert!(r.peak > 100 && r.bursts > 10, "a real boss fight ({} bullets at peak, {} bursts)", r.peak, r.bursts);
     assert_eq!(r.mismatched, 0, "every live bullet, bit for bit ({} compared, worst {} px)", r.compared, r.worst);
     let in_process = parity(true, SNAPSHOT_EVERY_TICKS);
-    assert_eq!((r.compared, r.peak, r.bursts), (in_process.compared, in_process.peak, in_process.bursts), "the same fight");
+    assert_eq!(
+        (r.compared, r.peak, r.bursts),
+        (in_process.compared, in_process.peak, in_process.bursts),
+        "the same fight"
+    );
 }
 
 #[test]

@@ -154,6 +154,24 @@ fn a_worker_that_panics_allocates_without_end_sleeps_or_spins_ends_only_its_figh
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn a_worker_can_open_no_file_socket_or_program() {
+    let dir = tempfile::tempdir().unwrap();
+    write_mod(dir.path(), "trap", &[("victim", "while true do wait(1) end\n")]);
+    let c = load(dir.path());
+    // Test builds only: when `victim` starts, the worker itself (Rust, past Lua) tries a
+    // file, a socket and a program, and reports what happened.
+    std::env::set_var("HAILFIRE_WORKER_FAULT", "escape:victim");
+    let o = fight(&c, "trap", 300, true);
+    std::env::remove_var("HAILFIRE_WORKER_FAULT");
+    let reason = o.stopped.expect("the worker reported and died");
+    for what in ["file ", "socket ", "program "] {
+        let part = reason.split("; ").find(|p| p.contains(what)).unwrap_or_else(|| panic!("no {what}in: {reason}"));
+        assert!(part.contains("Err(") && part.contains("Operation not permitted"), "refused by the filter: {reason}");
+    }
+}
+
+#[test]
 fn an_honest_mod_in_a_worker_fights_like_it_would_in_process() {
     let dir = tempfile::tempdir().unwrap();
     let lua = "local n = 0\nwhile true do\n  n = n + 1\n  ring{n = 12, speed = 2 + rand() , angle = n * 7}\n  if n % 10 == 0 then log('volley ' .. n) end\n  wait(6)\nend\n";

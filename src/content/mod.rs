@@ -184,8 +184,7 @@ pub fn load_checked(roots: &[ModRoot], lenient: bool, disabled: &[String], trust
     if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
         return content;
     }
-    let dry =
-        validate::dry_run_trusting(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT, trusted);
+    let dry = validate::dry_run_trusting(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT, trusted);
     let failing: Vec<String> = content
         .mods
         .iter()

@@ -231,7 +231,8 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         "ring",
         lua.create_function(|lua, t: Table| {
             let at = || caller(lua);
-            let spec = ShotSpec::read(&t, super::spec::RING_FIELDS).map_err(|e| rt_err(format!("{}ring: {e}", at())))?;
+            let spec =
+                ShotSpec::read(&t, super::spec::RING_FIELDS).map_err(|e| rt_err(format!("{}ring: {e}", at())))?;
             let n = pattern_n(&t).map_err(|e| rt_err(format!("{}ring: {e}", at())))?;
             let res = with_ctx(lua, |c| {
                 let start = spec.angle.unwrap_or(90.0);

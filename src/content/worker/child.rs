@@ -43,7 +43,12 @@ pub fn main() -> ! {
         w.bytes(msg.as_bytes());
         let _ = write_frame(&mut std::io::stdout().lock(), &wire::finish(w));
         // SAFETY: ends the process at once, running nothing more of the program.
-        unsafe { libc::_exit(70) };
+        #[cfg(unix)]
+        unsafe {
+            libc::_exit(70)
+        };
+        #[cfg(not(unix))]
+        std::process::exit(70);
     }));
     let _page = super::probe::attach();
     let held = super::limits::apply();
@@ -131,6 +136,14 @@ fn inject(kind: &str) {
                 v.push(1u8);
                 hold.push(v);
             }
+        }
+        // What a script that escaped Lua would try first: a file, the network, a program.
+        // Each must fail; the panic reports how (the test reads it from the FATAL frame).
+        "escape" => {
+            let file = std::fs::read("/etc/hostname").map(|_| "read").map_err(|e| e.to_string());
+            let net = std::net::UdpSocket::bind("127.0.0.1:0").map(|_| "bound").map_err(|e| e.to_string());
+            let exec = std::process::Command::new("/bin/true").status().map(|_| "ran").map_err(|e| e.to_string());
+            panic!("escape: file {file:?}; socket {net:?}; program {exec:?}");
         }
         "spin" => {
             let mut x = 0u64;

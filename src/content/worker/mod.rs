@@ -19,11 +19,16 @@ pub mod probe;
 pub mod wire;
 
 use std::path::PathBuf;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 use crate::protocol::wire::Writer;
+#[cfg(unix)]
 use crate::sim::defs::ArgValue;
+#[cfg(unix)]
 use crate::sim::script::{Owner, ScriptCmd, ScriptMessage, ScriptView};
+#[cfg(unix)]
 use wire::{Answer, Init, Op, TickReq};
 
 /// CPU time a worker may spend answering one tick, milliseconds, for each mod it runs
