@@ -156,6 +156,11 @@ impl PreviewApp {
             self.save_to_screen
                 .map_or(String::new(), |d| format!(", last save to screen {:.0} ms", d.as_secs_f64() * 1000.0))
         ));
+        if !p.run_errors.is_empty() {
+            l.push(String::new());
+            l.push("While running:".into());
+            l.extend(p.run_errors.iter().map(|e| format!("  {e}")));
+        }
         l.push(String::new());
         l.push("R restart   Space pause   . step   1/2/3 speed 1, 1/2, 1/4".into());
         l.push("N next phase   H hitboxes   Q quit".into());

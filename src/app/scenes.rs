@@ -10,9 +10,9 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
-pub const SCENES: [&str; 12] = [
+pub const SCENES: [&str; 13] = [
     "bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare", "ships",
-    "spectate",
+    "spectate", "stopped",
 ];
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
@@ -198,6 +198,25 @@ fn run_scene(content: &Content, name: &str) -> Fixture {
     let hud = f.hud.as_mut().expect("the fight has a HUD");
     hud.run = Some(status);
     match name {
+        "stopped" => {
+            // A mod's script worker was lost: the fight ended for everyone, with a word why.
+            hud.net = None;
+            hud.notices = vec!["The fight was stopped: the scripts of mod 'whirl_mod' took too long.".into()];
+            let row = |id, name: &str, damage, grazes| RunRow {
+                id,
+                name: name.into(),
+                score: 0,
+                stats: RunStats { damage, kills: 0, grazes, hits_taken: 1, downs: 0, revives: 0, flares_used: 0 },
+                out: false,
+            };
+            hud.summary = Some(RunSummary {
+                dungeon: "warden_keep".into(),
+                outcome: RunOutcome::Stopped,
+                ticks: 38 * 60,
+                team_score: 0,
+                rows: vec![row(1, "Zoë", 840, 22), row(2, "Kasimir", 610, 17)],
+            });
+        }
         "summary" => {
             // The boss is down, its bullets cancelled, the players still in the arena.
             f.boss = None;
@@ -335,7 +354,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         "bullets" => bullet_field(content),
         "boss_hud" => boss_fight(content, false),
         "death" | "hit" => boss_fight(content, name == "death"),
-        "summary" | "downed" | "focus" | "flare" | "spectate" => run_scene(content, name),
+        "summary" | "downed" | "focus" | "flare" | "spectate" | "stopped" => run_scene(content, name),
         other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
     };
     let looks = crate::sim::ClientDefs::from_defs(&content.defs);

@@ -28,7 +28,13 @@ pub struct Preview {
     pub target: Target,
     /// The boss phase (0-based) held, if one was asked for.
     pub phase: Option<usize>,
+    /// What went wrong while it ran (script errors, a stopped fight), newest last; each
+    /// is also written to the terminal once.
+    pub run_errors: Vec<String>,
 }
+
+/// Run-time errors the preview keeps.
+const MAX_RUN_ERRORS: usize = 8;
 
 impl Preview {
     /// Loads the base game and the mod at `path`, and puts `target` in an arena with
@@ -87,7 +93,7 @@ impl Preview {
             Target::Boss(_) => inst.start_boss(&defs, 0, &mut ev),
             Target::Enemy(e) => inst.spawn_enemy(&defs, e, Vec2::new(arena.x * 0.5, arena.y * 0.3), &mut ev),
         }
-        Ok(Preview { content, inst, tick: 0, target, phase })
+        Ok(Preview { content, inst, tick: 0, target, phase, run_errors: Vec::new() })
     }
 
     /// One tick: the dummies drift slowly (and never die), the phase is held if asked.
@@ -110,6 +116,20 @@ impl Preview {
         }
         let mut req = Vec::new();
         self.inst.step(t, &defs, &mut ev, &mut req);
+        for e in ev {
+            let msg = match e {
+                crate::sim::SimEvent::ScriptError { message, .. } => message,
+                crate::sim::SimEvent::InstanceStopped { reason, .. } => format!("the fight was stopped: {reason}"),
+                _ => continue,
+            };
+            if !self.run_errors.contains(&msg) {
+                eprintln!("preview: {msg}");
+                if self.run_errors.len() == MAX_RUN_ERRORS {
+                    self.run_errors.remove(0);
+                }
+                self.run_errors.push(msg);
+            }
+        }
     }
 }
 

@@ -50,6 +50,9 @@ pub use wire::DecodeError;
 ///   lost and its fight could not go on).
 pub const PROTOCOL_VERSION: u16 = 9;
 
+/// How a `Notice` of a fight the server stopped begins: the run summary shows it.
+pub const STOPPED_NOTICE: &str = "The fight was stopped: ";
+
 /// Handshake, rejection and stats: reliable.
 pub const CH_CONTROL: u8 = 0;
 /// Snapshots: unreliable sequenced, newest wins; never blocked by the event stream.

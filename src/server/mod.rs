@@ -810,7 +810,7 @@ impl<T: Transport> Server<T> {
             if let SimEvent::InstanceStopped { instance, dungeon, reason, summary, players } = e {
                 // Players get the mod and what happened, not the server's paths.
                 let text = crate::protocol::names::clip(
-                    &format!("The fight was stopped: {summary}."),
+                    &format!("{}{summary}.", crate::protocol::STOPPED_NOTICE),
                     crate::protocol::messages::MAX_NOTICE,
                 );
                 for player in players {

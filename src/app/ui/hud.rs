@@ -65,8 +65,9 @@ pub enum HudAction {
     DismissSummary,
 }
 
-/// The run summary, as players see it: outcome, time, team score, a row per player.
-pub fn summary(ctx: &egui::Context, sum: &crate::sim::events::RunSummary, place: &str) -> bool {
+/// The run summary, as players see it: outcome, time, team score, a row per player; for
+/// a run the server stopped, the server's word why (`why`: its latest notice saying so).
+pub fn summary(ctx: &egui::Context, sum: &crate::sim::events::RunSummary, place: &str, why: Option<&str>) -> bool {
     use crate::sim::events::RunOutcome;
     let mut done = false;
     let (title, colour) = match sum.outcome {
@@ -96,6 +97,9 @@ pub fn summary(ctx: &egui::Context, sum: &crate::sim::events::RunSummary, place:
                     .size(18.0)
                     .color(Color32::from_gray(220)),
                 );
+                if let (RunOutcome::Stopped, Some(why)) = (sum.outcome, why) {
+                    ui.label(egui::RichText::new(why).size(16.0).color(Color32::from_rgb(255, 200, 150)));
+                }
             });
             ui.add_space(10.0);
             egui::Grid::new("rows").striped(true).spacing(EVec2::new(14.0, 6.0)).show(ui, |ui| {
@@ -310,7 +314,9 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     }
     // Server notices, bottom left above the HP bar, newest lowest.
     let mut ny = screen.bottom() - 76.0;
-    for n in hud.notices.iter().rev() {
+    // (A stopped fight's notice is in the summary while it is up.)
+    let in_summary = |n: &String| hud.summary.is_some() && n.starts_with(crate::protocol::STOPPED_NOTICE);
+    for n in hud.notices.iter().rev().filter(|n| !in_summary(n)) {
         let g = p.layout_no_wrap(n.clone(), FontId::proportional(15.0), Color32::from_rgb(255, 235, 170));
         let r = Rect::from_min_size(Pos2::new(12.0, ny - g.size().y - 4.0), g.size() + EVec2::new(12.0, 6.0));
         p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
@@ -396,7 +402,8 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         });
     }
     if let Some(sum) = &hud.summary {
-        if summary(ctx, sum, &hud.place) {
+        let why = hud.notices.iter().rev().find(|n| n.starts_with(crate::protocol::STOPPED_NOTICE)).map(String::as_str);
+        if summary(ctx, sum, &hud.place, why) {
             action = Some(HudAction::DismissSummary);
         }
     }
