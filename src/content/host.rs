@@ -200,7 +200,7 @@ impl ModRouter {
         };
         let at = if lost.pos.is_empty() { String::new() } else { format!(" (last at {})", lost.pos) };
         let reason = crate::content::diag::escape_text(&format!("{who}: its script worker {}{at}", lost.why));
-        let what = if lost.why.starts_with("used more") || lost.why.starts_with("did not answer") {
+        let what = if lost.why.starts_with("used more") || lost.why.starts_with("did not") {
             "took too long"
         } else if lost.why.starts_with("crashed") || lost.why.starts_with("died") {
             "crashed"

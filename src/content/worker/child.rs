@@ -79,6 +79,7 @@ pub fn main() -> ! {
             std::process::exit(2);
         }
         let Ok(req) = TickReq::decode(&buf[1..]) else { std::process::exit(2) };
+        let starts = req.ops.iter().any(|o| matches!(o, Op::Start { .. }));
         for op in req.ops {
             #[cfg(feature = "test-hooks")]
             if let (Op::Start { name, .. }, Some((kind, target))) = (&op, &fault) {
@@ -95,6 +96,9 @@ pub fn main() -> ! {
                 }
                 Op::Stop { owner, group } => scripts.stop(owner, group),
             }
+        }
+        if starts && write_frame(&mut output, &wire::finish(wire::begin(wire::T_SETUP))).is_err() {
+            break;
         }
         let view = ScriptView {
             tick: req.tick,

@@ -41,6 +41,11 @@ pub const TICK_CPU_MS: u64 = 8;
 pub const TICK_WALL_MS: u64 = 60;
 /// Time a new worker has to start and say it is ready, milliseconds.
 pub const START_MS: u64 = 3000;
+/// CPU a worker may spend setting up a tick's new emitters (making a mod's Lua state,
+/// compiling), milliseconds. The worker says when setup is done, and the tick's own
+/// budget starts then: setup is not a tick's work, and a mod cannot stall a tick in it
+/// for longer than this.
+pub const SETUP_CPU_MS: u64 = 100;
 /// Workers a mod may lose (killed or dead) before its emitters are refused until the
 /// next reload.
 pub const KILLS_TO_DISABLE: u32 = 3;
@@ -93,6 +98,8 @@ pub struct Worker {
     tasks: usize,
     /// Mods whose emitters this worker was asked to start (the CPU budget scales by them).
     mods: std::collections::BTreeSet<String>,
+    /// The request sent last started emitters: the worker says when their setup is done.
+    sent_starts: bool,
     out: Writer,
     inbuf: Vec<u8>,
     /// When the last request was sent, and the worker's CPU time then.
@@ -177,14 +184,15 @@ impl Worker {
             ops: Vec::new(),
             tasks: 0,
             mods: Default::default(),
+            sent_starts: false,
             out: Writer::new(),
             inbuf: Vec::new(),
             sent: None,
             kinds: init.kinds.len(),
             enemies: init.enemies.iter().cloned().collect(),
         };
-        let deadline = Instant::now() + Duration::from_millis(START_MS);
-        let res = w.write_all(&init.encode(), deadline).and_then(|()| w.read_frame(deadline, None));
+        let (start, wall) = (Instant::now(), Duration::from_millis(START_MS));
+        let res = w.write_all(&init.encode(), start + wall).and_then(|()| w.read_frame((start, wall), None, "start"));
         match res {
             Ok((wire::T_READY, p)) if p.len() == 1 => {
                 w.held = limits::Held::from_byte(p[0]);
@@ -247,12 +255,18 @@ impl Worker {
         Ok(())
     }
 
-    /// Reads one frame, waiting until `deadline`, and (with `cpu`: when the request was
-    /// sent and the worker's CPU time then) no longer than [`TICK_CPU_MS`] of its CPU.
-    fn read_frame(&mut self, deadline: Instant, cpu: Option<Duration>) -> Result<(u8, Vec<u8>), String> {
+    /// Reads one frame, waiting at most `wall` from `start`, and (with `cpu`: the worker's CPU time
+    /// when the wait began, and how much more it may use) no longer than that CPU. `what`
+    /// names the work in the error.
+    fn read_frame(
+        &mut self,
+        (start, wall): (Instant, Duration),
+        cpu: Option<(Duration, Duration)>,
+        what: &str,
+    ) -> Result<(u8, Vec<u8>), String> {
+        let deadline = start + wall;
         use std::io::Read;
         use std::os::fd::AsRawFd;
-        let cpu_budget = self.cpu_budget();
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match wire::split(&self.inbuf) {
@@ -285,16 +299,13 @@ impl Worker {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(match cpu {
-                    Some(_) => format!("did not answer within {} ms", self.wall_budget().as_millis()),
-                    None => format!("did not start within {START_MS} ms"),
-                });
+                return Err(format!("did not {what} within {} ms", wall.as_millis()));
             }
             let mut wait = deadline - now;
-            if let Some(cpu0) = cpu {
+            if let Some((cpu0, cpu_budget)) = cpu {
                 let used = self.cpu_time().saturating_sub(cpu0);
                 if used >= cpu_budget {
-                    return Err(format!("used more than {} ms of CPU on one tick", cpu_budget.as_millis()));
+                    return Err(format!("used more than {} ms of CPU to {what}", cpu_budget.as_millis()));
                 }
                 // Its CPU time cannot grow faster than the clock: look again when it could
                 // have used up what is left (at least every millisecond).
@@ -342,6 +353,7 @@ impl Worker {
             owners: view.owners.to_vec(),
             ops: std::mem::take(&mut self.ops),
         };
+        self.sent_starts = req.ops.iter().any(|o| matches!(o, Op::Start { .. }));
         let mut out = std::mem::take(&mut self.out);
         req.encode_into(&mut out);
         let now = Instant::now();
@@ -354,8 +366,18 @@ impl Worker {
 
     /// Waits for the answer to the request sent last and appends it.
     pub fn finish(&mut self, out: &mut Vec<ScriptCmd>, msgs: &mut Vec<ScriptMessage>) -> Result<(), String> {
-        let Some((at, cpu0)) = self.sent.take() else { return Ok(()) };
-        let (t, p) = self.read_frame(at + self.wall_budget(), Some(cpu0))?;
+        let Some((mut at, mut cpu0)) = self.sent.take() else { return Ok(()) };
+        if std::mem::take(&mut self.sent_starts) {
+            // New emitters first: their setup has its own budget, then the tick's begins.
+            let budget = Some((cpu0, Duration::from_millis(SETUP_CPU_MS)));
+            let wall = Duration::from_millis(SETUP_CPU_MS + TICK_WALL_MS);
+            let (t, _) = self.read_frame((at, wall), budget, "set up its emitters")?;
+            if t != wire::T_SETUP {
+                return Err("sent a malformed answer (not a setup's)".into());
+            }
+            (at, cpu0) = (Instant::now(), self.cpu_time());
+        }
+        let (t, p) = self.read_frame((at, self.wall_budget()), Some((cpu0, self.cpu_budget())), "answer one tick")?;
         if t != wire::T_DONE {
             return Err("sent a malformed answer (not a tick's)".into());
         }

@@ -21,6 +21,9 @@ pub const T_READY: u8 = 11;
 pub const T_DONE: u8 = 12;
 /// Worker to server: it is about to die (a panic), and why.
 pub const T_FATAL: u8 = 13;
+/// Worker to server: the tick's new emitters are set up (sent only when it started some);
+/// the tick's own budget starts now.
+pub const T_SETUP: u8 = 14;
 
 /// Largest frame either side accepts (the init frame carries every untrusted mod's
 /// emitter sources; an answer at most a few thousand commands per mod).
