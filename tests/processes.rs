@@ -846,7 +846,9 @@ fn a_mod_looping_in_table_concat_ends_only_its_fight_and_status_says_why() {
     assert!(bout.contains("fought in the dungeon") && bout.contains("resyncs 0 "), "{bout}");
     let stop = line_with(&s, &["fight stopped", "spin_pit"]).unwrap_or_else(|| panic!("no stop in the log:\n{s}"));
     assert!(stop.contains("mod 'spin' emitter 'spin'") && stop.contains("used more than 8 ms of CPU"), "{stop}");
-    assert!(!s.contains("fell behind") && !s.contains("falling behind"), "the server kept its 60 Hz:\n{s}");
+    // 60 Hz: the server never had to skip ticks to catch up (a single long tick, which a
+    // busy test machine can cause by itself, is caught up at once and only warned about).
+    assert!(!s.contains("fell behind"), "the server kept its 60 Hz:\n{s}");
     let status = console.type_line("status", &|o| o.contains("instances:") && o.contains("fights stopped"));
     assert!(status.contains("spin_pit: mod 'spin' emitter 'spin'"), "{status}");
     assert!(console.child.try_wait().unwrap().is_none(), "the server is still running");
