@@ -63,6 +63,11 @@ struct Outcome {
 }
 
 fn fight(c: &Content, id: &str, ticks: u32, stop_early: bool) -> Outcome {
+    fight_paced(c, id, ticks, stop_early, None)
+}
+
+/// [`fight`], with `pace` between ticks (as a server's 60 Hz leaves them) if given.
+fn fight_paced(c: &Content, id: &str, ticks: u32, stop_early: bool, pace: Option<std::time::Duration>) -> Outcome {
     let mut w = World::new(c.defs.clone(), c.script_factory(), 5);
     w.add_player(1, "victim");
     w.add_player(2, "bystander");
@@ -94,6 +99,9 @@ fn fight(c: &Content, id: &str, ticks: u32, stop_early: bool) -> Outcome {
         }
         if stop_early && stopped.is_some() && w.instance_of(1) == Some(w.hub) {
             break;
+        }
+        if let Some(p) = pace {
+            std::thread::sleep(p);
         }
     }
     let keep_age = w.instances.get(&keep).map_or(0, |i| i.age - keep_age0);
@@ -157,17 +165,37 @@ fn a_worker_that_panics_allocates_without_end_sleeps_or_spins_ends_only_its_figh
 #[cfg(target_os = "linux")]
 fn a_worker_can_open_no_file_socket_or_program() {
     let dir = tempfile::tempdir().unwrap();
-    write_mod(dir.path(), "trap", &[("victim", "while true do wait(1) end\n")]);
+    write_mod(dir.path(), "trap", &[("escapee", "while true do wait(1) end\n")]);
     let c = load(dir.path());
-    // Test builds only: when `victim` starts, the worker itself (Rust, past Lua) tries a
-    // file, a socket and a program, and reports what happened.
-    std::env::set_var("HAILFIRE_WORKER_FAULT", "escape:victim");
+    // Test builds only: when `escapee` starts, the worker itself (Rust, past Lua) tries a
+    // file, a socket, a program and a signal to the server, and reports what happened.
+    std::env::set_var("HAILFIRE_WORKER_FAULT", "escape:escapee");
     let o = fight(&c, "trap", 300, true);
     std::env::remove_var("HAILFIRE_WORKER_FAULT");
     let reason = o.stopped.expect("the worker reported and died");
-    for what in ["file ", "socket ", "program "] {
+    for what in ["file ", "socket ", "program ", "signal "] {
         let part = reason.split("; ").find(|p| p.contains(what)).unwrap_or_else(|| panic!("no {what}in: {reason}"));
         assert!(part.contains("Err(") && part.contains("Operation not permitted"), "refused by the filter: {reason}");
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_worker_that_works_between_ticks_or_answers_late_every_tick_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    // (Each test's faulty emitter has its own name: the variable reaches every worker
+    // this test process starts, other tests' load-time dry runs included.)
+    write_mod(dir.path(), "trap", &[("pacer", "while true do ring{n = 4} wait(1) end\n")]);
+    let c = load(dir.path());
+    for (fault, why) in [
+        ("between", "computed between ticks"),
+        ("late", "answered later than 17 ms 5 times in 60 ticks"),
+    ] {
+        std::env::set_var("HAILFIRE_WORKER_FAULT", format!("{fault}:pacer"));
+        // Ticks 16 ms apart, as a server runs them: the worker's time between them shows.
+        let o = fight_paced(&c, "trap", 120, true, Some(std::time::Duration::from_millis(16)));
+        std::env::remove_var("HAILFIRE_WORKER_FAULT");
+        assert_stopped(&o, why, None);
     }
 }
 

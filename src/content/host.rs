@@ -190,13 +190,20 @@ impl ModRouter {
         let Some(mut w) = self.worker.take() else { return };
         let lost = w.kill(why);
         self.worker_gone = true;
-        let src = self.shared.emitters.get(&lost.emitter);
-        let mod_id = src.map(|e| e.mod_id.clone());
+        // The page is the worker's to write: blame only a mod this worker was running (a
+        // compromised worker could name the base game's emitter), else the only one.
+        let src = self.shared.emitters.get(&lost.emitter).filter(|e| w.mods().contains(&e.mod_id));
+        let mod_id = match src {
+            Some(e) => Some(e.mod_id.clone()),
+            None if w.mods().len() == 1 => w.mods().iter().next().cloned(),
+            None => None,
+        };
         // "mod 'm' emitter 'e' (path)" as the runtime's own errors begin, so tools that
         // place errors at their file and line (`mods check`) read this one too.
-        let who = match src {
-            Some(e) => format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path),
-            None => "a mod".to_string(),
+        let who = match (src, &mod_id) {
+            (Some(e), _) => format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path),
+            (None, Some(m)) => format!("mod '{m}'"),
+            (None, None) => format!("one of the mods {:?}", w.mods()),
         };
         let at = if lost.pos.is_empty() { String::new() } else { format!(" (last at {})", lost.pos) };
         let reason = crate::content::diag::escape_text(&format!("{who}: its script worker {}{at}", lost.why));

@@ -51,6 +51,8 @@ pub fn main() -> ! {
         std::process::exit(70);
     }));
     let _page = super::probe::attach();
+    #[cfg(all(feature = "test-hooks", unix))]
+    let _ = SERVER_PID.set(std::os::unix::process::parent_id());
     let held = super::limits::apply();
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
@@ -74,6 +76,9 @@ pub fn main() -> ! {
     let mut answer = Answer::default();
     #[cfg(feature = "test-hooks")]
     let fault = test_fault();
+    // Test builds: the kinds of fault that act on every tick once armed.
+    #[cfg(feature = "test-hooks")]
+    let mut armed: Option<String> = None;
     while let Some(t) = read_frame(&mut input, &mut buf) {
         if t != wire::T_TICK {
             std::process::exit(2);
@@ -85,7 +90,11 @@ pub fn main() -> ! {
             if let (Op::Start { name, .. }, Some((kind, target))) = (&op, &fault) {
                 if name == target {
                     super::probe::note_emitter(name);
-                    inject(kind);
+                    if kind == "between" || kind == "late" {
+                        armed = Some(kind.clone());
+                    } else {
+                        inject(kind);
+                    }
                 }
             }
             match op {
@@ -111,12 +120,30 @@ pub fn main() -> ! {
         answer.msgs.clear();
         scripts.run(&view, &mut answer.cmds, &mut answer.msgs);
         answer.tasks = scripts.task_count().min(u32::MAX as usize) as u32;
+        #[cfg(feature = "test-hooks")]
+        if armed.as_deref() == Some("late") {
+            // Inside the deadline every tick, but a whole tick late.
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
         if write_frame(&mut output, &answer.encode()).is_err() {
             break;
+        }
+        #[cfg(feature = "test-hooks")]
+        if armed.as_deref() == Some("between") {
+            // Work after the answer, where no tick is waiting for it.
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(20) {
+                std::hint::black_box(t);
+            }
         }
     }
     std::process::exit(0)
 }
+
+/// Test builds only: the server's pid, read before the limits (the `escape` fault tries to
+/// signal it).
+#[cfg(all(feature = "test-hooks", unix))]
+static SERVER_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
 
 /// Test builds only: `HAILFIRE_WORKER_FAULT=KIND:EMITTER` makes the worker fail when that
 /// emitter starts, in ways no Lua can reach on purpose: `panic`, `sleep` (past any
@@ -147,7 +174,14 @@ fn inject(kind: &str) {
             let file = std::fs::read("/etc/hostname").map(|_| "read").map_err(|e| e.to_string());
             let net = std::net::UdpSocket::bind("127.0.0.1:0").map(|_| "bound").map_err(|e| e.to_string());
             let exec = std::process::Command::new("/bin/true").status().map(|_| "ran").map_err(|e| e.to_string());
-            panic!("escape: file {file:?}; socket {net:?}; program {exec:?}");
+            // Signal 0 only asks whether the server could be signalled: harmless either way.
+            let server = SERVER_PID.get().copied().unwrap_or(1) as libc::c_long;
+            // SAFETY: a system call with plain numbers.
+            let sig = match unsafe { libc::syscall(libc::SYS_tgkill, server, server, 0) } {
+                0 => Ok("could"),
+                _ => Err(std::io::Error::last_os_error().to_string()),
+            };
+            panic!("escape: file {file:?}; socket {net:?}; program {exec:?}; signal {sig:?}");
         }
         "spin" => {
             let mut x = 0u64;

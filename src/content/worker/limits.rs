@@ -83,11 +83,17 @@ fn seccomp() -> Result<(), String> {
         libc::SYS_sched_yield,
         libc::SYS_getpid,
         libc::SYS_gettid,
-        // abort() signals its own thread; the filter cannot check the target, and a
-        // signal to another process needs a pid the worker has no way to learn.
-        libc::SYS_tgkill,
     ];
-    let rules = allowed.iter().map(|&n| (n, vec![])).collect();
+    let mut rules: std::collections::BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+        allowed.iter().map(|&n| (n, vec![])).collect();
+    // abort() (out of memory) signals its own thread: `tgkill` only with this process as
+    // its target, never another (pids are easy to guess, and the server runs as the same
+    // user).
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() } as u64;
+    let own = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, me).map_err(|e| format!("{e}"))?;
+    rules.insert(libc::SYS_tgkill, vec![SeccompRule::new(vec![own]).map_err(|e| format!("{e}"))?]);
     let arch = std::env::consts::ARCH.try_into().map_err(|e| format!("{e}"))?;
     let filter = SeccompFilter::new(rules, SeccompAction::Errno(libc::EPERM as u32), SeccompAction::Allow, arch)
         .map_err(|e| format!("{e}"))?;
@@ -100,8 +106,15 @@ fn seccomp() -> Result<(), String> {
     Err("no system call filter on this platform".into())
 }
 
+/// The kernel kills a worker first when memory runs out, and never the server (Linux).
+fn first_to_go() {
+    #[cfg(target_os = "linux")]
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+}
+
 /// Applies every limit this platform has; reports what held.
 pub fn apply() -> Held {
+    first_to_go();
     let rlimits = rlimits();
     let seccomp = seccomp().is_ok();
     Held { rlimits, seccomp }

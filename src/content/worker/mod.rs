@@ -49,6 +49,15 @@ pub const SETUP_CPU_MS: u64 = 100;
 /// Workers a mod may lose (killed or dead) before its emitters are refused until the
 /// next reload.
 pub const KILLS_TO_DISABLE: u32 = 3;
+/// CPU a worker may use between its answer and the next request (it has nothing to do
+/// then), milliseconds: a worker that computes there is killed at the next request.
+pub const IDLE_CPU_MS: u64 = 2;
+/// An answer later than this (a whole tick) is late; [`LATE_LIMIT`] late answers within
+/// [`LATE_WINDOW`] ticks get a worker killed, so no worker can hold the world to a slower
+/// pace by answering just inside its deadline every tick.
+pub const LATE_MS: u64 = 17;
+pub const LATE_LIMIT: usize = 5;
+pub const LATE_WINDOW: u64 = 60;
 
 /// The argument that makes this executable a worker.
 pub const WORKER_ARG: &str = "--script-worker";
@@ -100,6 +109,12 @@ pub struct Worker {
     mods: std::collections::BTreeSet<String>,
     /// The request sent last started emitters: the worker says when their setup is done.
     sent_starts: bool,
+    /// The worker's CPU time when its last answer arrived (it should stay idle until the
+    /// next request).
+    idle_from: Option<Duration>,
+    /// Answers received, and which of the recent ones were late.
+    answers: u64,
+    late: std::collections::VecDeque<u64>,
     out: Writer,
     inbuf: Vec<u8>,
     /// When the last request was sent, and the worker's CPU time then.
@@ -142,18 +157,30 @@ impl Worker {
         }
         #[cfg(target_os = "linux")]
         let page = probe::Page::new();
-        #[cfg(target_os = "linux")]
-        if let Some(p) = &page {
+        {
             use std::os::unix::process::CommandExt;
-            let fd = p.fd.as_raw_fd();
-            // SAFETY: dup2 is async-signal-safe; it runs in the child between fork and exec.
+            // Its own process group: a Ctrl-C at the server's terminal reaches the server,
+            // which shuts down in order, not its workers first.
+            cmd.process_group(0);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            let fd = page.as_ref().map(|p| p.fd.as_raw_fd());
+            // SAFETY: only async-signal-safe calls, in the child between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
-                    // dup2 onto itself keeps close-on-exec: clear it by hand then.
-                    let ok = if fd == 3 { libc::fcntl(3, libc::F_SETFD, 0) >= 0 } else { libc::dup2(fd, 3) >= 0 };
-                    if !ok {
-                        return Err(std::io::Error::last_os_error());
+                    if let Some(fd) = fd {
+                        // dup2 onto itself keeps close-on-exec: clear it by hand then.
+                        let ok = if fd == 3 { libc::fcntl(3, libc::F_SETFD, 0) >= 0 } else { libc::dup2(fd, 3) >= 0 };
+                        if !ok {
+                            return Err(std::io::Error::last_os_error());
+                        }
                     }
+                    // Nothing else the server holds open reaches the worker.
+                    libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+                    // Dies with the server (the thread that started it lives as long).
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     Ok(())
                 });
             }
@@ -185,6 +212,9 @@ impl Worker {
             tasks: 0,
             mods: Default::default(),
             sent_starts: false,
+            idle_from: None,
+            answers: 0,
+            late: Default::default(),
             out: Writer::new(),
             inbuf: Vec::new(),
             sent: None,
@@ -269,10 +299,13 @@ impl Worker {
         use std::os::fd::AsRawFd;
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            match wire::split(&self.inbuf) {
+            match wire::split(&self.inbuf, wire::MAX_ANSWER) {
                 Ok(Some((t, p, used))) => {
                     let frame = (t, p.to_vec());
                     self.inbuf.drain(..used);
+                    if self.inbuf.capacity() > 1 << 20 && self.inbuf.len() < 1 << 16 {
+                        self.inbuf.shrink_to(1 << 16);
+                    }
                     if t == wire::T_FATAL {
                         let mut r = crate::protocol::wire::Reader::new(&frame.1);
                         let msg = r
@@ -338,6 +371,11 @@ impl Worker {
         self.ops.push(Op::Stop { owner, group });
     }
 
+    /// The mods whose emitters this worker was asked to start.
+    pub fn mods(&self) -> &std::collections::BTreeSet<String> {
+        &self.mods
+    }
+
     /// Live tasks as of the last answer, plus the starts sent since.
     pub fn task_count(&self) -> usize {
         self.tasks
@@ -358,6 +396,13 @@ impl Worker {
         req.encode_into(&mut out);
         let now = Instant::now();
         let cpu0 = self.cpu_time();
+        if let Some(idle) = self.idle_from.take() {
+            let between = cpu0.saturating_sub(idle);
+            if between > Duration::from_millis(IDLE_CPU_MS) {
+                self.out = out;
+                return Err(format!("computed between ticks ({} ms of CPU)", between.as_millis()));
+            }
+        }
         let res = self.write_all(&out.buf, now + self.wall_budget());
         self.out = out;
         self.sent = Some((now, cpu0));
@@ -371,8 +416,8 @@ impl Worker {
             // New emitters first: their setup has its own budget, then the tick's begins.
             let budget = Some((cpu0, Duration::from_millis(SETUP_CPU_MS)));
             let wall = Duration::from_millis(SETUP_CPU_MS + TICK_WALL_MS);
-            let (t, _) = self.read_frame((at, wall), budget, "set up its emitters")?;
-            if t != wire::T_SETUP {
+            let (t, payload) = self.read_frame((at, wall), budget, "set up its emitters")?;
+            if t != wire::T_SETUP || !payload.is_empty() {
                 return Err("sent a malformed answer (not a setup's)".into());
             }
             (at, cpu0) = (Instant::now(), self.cpu_time());
@@ -381,8 +426,19 @@ impl Worker {
         if t != wire::T_DONE {
             return Err("sent a malformed answer (not a tick's)".into());
         }
+        self.idle_from = Some(self.cpu_time());
+        self.answers += 1;
+        if at.elapsed() > Duration::from_millis(LATE_MS) {
+            self.late.push_back(self.answers);
+        }
+        while self.late.front().is_some_and(|&a| a + LATE_WINDOW <= self.answers) {
+            self.late.pop_front();
+        }
+        if self.late.len() >= LATE_LIMIT {
+            return Err(format!("answered later than {LATE_MS} ms {LATE_LIMIT} times in {LATE_WINDOW} ticks"));
+        }
         let enemies = &self.enemies;
-        let a: Answer = Answer::decode(&p, self.kinds, |e| enemies.contains(e))
+        let a: Answer = Answer::decode(&p, self.kinds, |e| enemies.contains(e), self.mods.len())
             .map_err(|e| format!("sent a malformed answer ({e})"))?;
         self.tasks = a.tasks as usize;
         out.extend(a.cmds);

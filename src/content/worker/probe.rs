@@ -73,13 +73,19 @@ impl Page {
         use std::os::fd::FromRawFd;
         // SAFETY: plain system calls on a descriptor this function owns.
         unsafe {
-            let fd = libc::memfd_create(c"hailfire-worker".as_ptr(), libc::MFD_CLOEXEC);
+            let fd = libc::memfd_create(c"hailfire-worker".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING);
             if fd < 0 {
                 return None;
             }
             let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
             use std::os::fd::AsRawFd;
             if libc::ftruncate(fd.as_raw_fd(), PAGE as libc::off_t) != 0 {
+                return None;
+            }
+            // Its size is fixed: a worker cannot shrink it under the server's mapping
+            // (reading past the end would be a SIGBUS in the server).
+            let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+            if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
                 return None;
             }
             let p = libc::mmap(

@@ -25,13 +25,21 @@ pub const T_FATAL: u8 = 13;
 /// the tick's own budget starts now.
 pub const T_SETUP: u8 = 14;
 
-/// Largest frame either side accepts (the init frame carries every untrusted mod's
-/// emitter sources; an answer at most a few thousand commands per mod).
-pub const MAX_FRAME: usize = 32 << 20;
-/// Most commands one answer may carry.
-pub const MAX_ANSWER_CMDS: usize = 1 << 16;
-/// Most messages one answer may carry.
-pub const MAX_ANSWER_MSGS: usize = 4096;
+/// Largest frame a worker reads (from the server: the init frame carries every untrusted
+/// mod's emitter sources, up to 16 MiB a mod).
+pub const MAX_FRAME: usize = 1 << 30;
+/// Largest frame the server reads from a worker (an answer is at most a few thousand
+/// commands per mod, well under this).
+pub const MAX_ANSWER: usize = 4 << 20;
+/// What one mod's scripts may put in one answer, as the Lua API holds them: bullets
+/// (a burst counts its bullets), spawns, commands of any kind, and messages (16 log lines
+/// and the errors of the tasks that failed).
+pub const SHOTS_PER_MOD: usize = crate::content::lua::MAX_SHOTS_PER_TICK;
+pub const SPAWNS_PER_MOD: usize = crate::content::lua::MAX_SPAWNS_PER_TICK;
+pub const CMDS_PER_MOD: usize = 16_384;
+pub const MSGS_PER_MOD: usize = 16 + crate::content::lua::MAX_TASKS;
+/// Longest `move_to` the API takes, ticks.
+pub const MAX_MOVE_TICKS: u32 = 36_000;
 /// Longest message (an error can quote a few positions and a path).
 pub const MAX_MESSAGE_BYTES: usize = 4 * MAX_LOG_BYTES + 1024;
 
@@ -89,8 +97,9 @@ pub fn finish(mut w: Writer) -> Vec<u8> {
 /// A frame found at the start of a buffer: (type, payload, bytes used).
 pub type Frame<'a> = (u8, &'a [u8], usize);
 
-/// A complete frame at the start of `buf`, if one has arrived.
-pub fn split(buf: &[u8]) -> Result<Option<Frame<'_>>, DecodeError> {
+/// A complete frame at the start of `buf`, if one has arrived (frames over `max` bytes
+/// are refused as soon as their length is read).
+pub fn split(buf: &[u8], max: usize) -> Result<Option<Frame<'_>>, DecodeError> {
     if buf.len() < 4 {
         return Ok(None);
     }
@@ -98,7 +107,7 @@ pub fn split(buf: &[u8]) -> Result<Option<Frame<'_>>, DecodeError> {
     if n == 0 {
         return Err(DecodeError::BadValue("frame length"));
     }
-    if n > MAX_FRAME {
+    if n > max {
         return Err(DecodeError::TooLarge(n));
     }
     if buf.len() < 4 + n {
@@ -465,33 +474,45 @@ impl Answer {
     }
 
     /// Decodes an answer, refusing anything the API could not have made: `kinds` bullet
-    /// kinds exist, `enemy` says which enemy names do.
-    pub fn decode(p: &[u8], kinds: usize, enemy: impl Fn(&str) -> bool) -> Result<Answer, DecodeError> {
+    /// kinds exist, `enemy` says which enemy names do, and the worker runs `mods` mods
+    /// (each held to the API's per-tick limits: [`SHOTS_PER_MOD`] and the rest).
+    pub fn decode(p: &[u8], kinds: usize, enemy: impl Fn(&str) -> bool, mods: usize) -> Result<Answer, DecodeError> {
+        let mods = mods.max(1);
         let mut r = Reader::new(p);
         let tasks = r.u32()?;
-        let n = r.count(MAX_ANSWER_CMDS, 9, "commands")?;
+        let n = r.count(CMDS_PER_MOD * mods, 9, "commands")?;
         let mut cmds = Vec::with_capacity(n);
+        let (mut shots, mut spawns) = (0usize, 0usize);
         for _ in 0..n {
             cmds.push(match r.u8()? {
-                0 => ScriptCmd::Shot(shot_r(&mut r, kinds)?),
+                0 => {
+                    shots += 1;
+                    ScriptCmd::Shot(shot_r(&mut r, kinds)?)
+                }
                 1 => {
                     let shot = shot_r(&mut r, kinds)?;
                     let (count, span, div, offset) = (r.u16()?, r.u32()?, r.u16()?, finite(&mut r, "offset")?);
                     if count == 0 || count as i64 > MAX_PATTERN_SHOTS || div == 0 {
                         return Err(DecodeError::BadValue("burst"));
                     }
+                    shots += count as usize;
                     ScriptCmd::Burst(BurstCmd { shot, count, span, div, offset })
                 }
-                2 => ScriptCmd::MoveTo {
-                    owner: owner_r(&mut r)?,
-                    target: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?),
-                    ticks: r.u32()?,
-                },
+                2 => {
+                    let owner = owner_r(&mut r)?;
+                    let target = Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?);
+                    let ticks = r.u32()?;
+                    if !(1..=MAX_MOVE_TICKS).contains(&ticks) {
+                        return Err(DecodeError::BadValue("move ticks"));
+                    }
+                    ScriptCmd::MoveTo { owner, target, ticks }
+                }
                 3 => {
                     let name = read_text(&mut r, 64, "enemy")?;
                     if !enemy(&name) {
                         return Err(DecodeError::BadValue("enemy"));
                     }
+                    spawns += 1;
                     ScriptCmd::Spawn { enemy: name, pos: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?) }
                 }
                 4 => {
@@ -505,8 +526,11 @@ impl Answer {
                 }
                 _ => return Err(DecodeError::BadValue("command")),
             });
+            if shots > SHOTS_PER_MOD * mods || spawns > SPAWNS_PER_MOD * mods {
+                return Err(DecodeError::BadValue("more than the API allows in one tick"));
+            }
         }
-        let n = r.count(MAX_ANSWER_MSGS, 2, "messages")?;
+        let n = r.count(MSGS_PER_MOD * mods, 2, "messages")?;
         let mut msgs = Vec::with_capacity(n);
         for _ in 0..n {
             let t = r.u8()?;
@@ -556,7 +580,7 @@ mod tests {
         };
         let mut w = Writer::new();
         req.encode_into(&mut w);
-        let (t, p, used) = split(&w.buf).unwrap().unwrap();
+        let (t, p, used) = split(&w.buf, MAX_FRAME).unwrap().unwrap();
         assert_eq!((t, used), (T_TICK, w.buf.len()));
         assert_eq!(TickReq::decode(p).unwrap(), req);
         let ans = Answer {
@@ -571,9 +595,9 @@ mod tests {
             tasks: 4,
         };
         let bytes = ans.encode();
-        let (t, p, _) = split(&bytes).unwrap().unwrap();
+        let (t, p, _) = split(&bytes, MAX_ANSWER).unwrap().unwrap();
         assert_eq!(t, T_DONE);
-        assert_eq!(Answer::decode(p, 2, |e| e == "bat").unwrap(), ans);
+        assert_eq!(Answer::decode(p, 2, |e| e == "bat", 1).unwrap(), ans);
     }
 
     #[test]
@@ -587,24 +611,31 @@ mod tests {
         ];
         for s in bad {
             let bytes = Answer { cmds: vec![ScriptCmd::Shot(s)], ..Default::default() }.encode();
-            let (_, p, _) = split(&bytes).unwrap().unwrap();
-            assert!(Answer::decode(p, 2, |_| true).is_err(), "{s:?}");
+            let (_, p, _) = split(&bytes, MAX_ANSWER).unwrap().unwrap();
+            assert!(Answer::decode(p, 2, |_| true, 1).is_err(), "{s:?}");
         }
         let spawn =
             Answer { cmds: vec![ScriptCmd::Spawn { enemy: "nope".into(), pos: Vec2::ZERO }], ..Default::default() };
         let bytes = spawn.encode();
-        assert!(Answer::decode(&bytes[5..], 2, |e| e == "bat").is_err());
+        assert!(Answer::decode(&bytes[5..], 2, |e| e == "bat", 1).is_err());
+        // More than one mod's API could make in a tick: 4,097 bullets, a 0-tick move.
+        let many = Answer { cmds: vec![ScriptCmd::Shot(shot()); SHOTS_PER_MOD + 1], ..Default::default() }.encode();
+        assert!(Answer::decode(&many[5..], 2, |_| true, 1).is_err());
+        assert!(Answer::decode(&many[5..], 2, |_| true, 2).is_ok(), "two mods may fire twice as many");
+        let mv = ScriptCmd::MoveTo { owner: Owner::Boss, target: Vec2::ZERO, ticks: 0 };
+        let still = Answer { cmds: vec![mv], ..Default::default() }.encode();
+        assert!(Answer::decode(&still[5..], 2, |_| true, 1).is_err());
         // Every prefix and every single-byte change decodes or fails, never panics.
         let bytes = Answer { cmds: vec![ScriptCmd::Shot(shot())], ..Default::default() }.encode();
         for n in 5..bytes.len() {
-            let _ = Answer::decode(&bytes[5..n], 2, |_| true);
+            let _ = Answer::decode(&bytes[5..n], 2, |_| true, 1);
         }
         for i in 5..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0xff;
-            let _ = Answer::decode(&b[5..], 2, |_| true);
+            let _ = Answer::decode(&b[5..], 2, |_| true, 1);
         }
-        assert!(split(&[0, 0, 0, 0, 1]).is_err(), "an empty frame");
-        assert!(split(&u32::MAX.to_le_bytes()).is_err(), "an oversized frame");
+        assert!(split(&[0, 0, 0, 0, 1], MAX_ANSWER).is_err(), "an empty frame");
+        assert!(split(&((MAX_ANSWER + 1) as u32).to_le_bytes(), MAX_ANSWER).is_err(), "an oversized answer");
     }
 }
