@@ -187,10 +187,9 @@ fn a_worker_that_works_between_ticks_or_answers_late_every_tick_is_stopped() {
     // this test process starts, other tests' load-time dry runs included.)
     write_mod(dir.path(), "trap", &[("pacer", "while true do ring{n = 4} wait(1) end\n")]);
     let c = load(dir.path());
-    for (fault, why) in [
-        ("between", "computed between ticks"),
-        ("late", "answered later than 17 ms 5 times in 60 ticks"),
-    ] {
+    for (fault, why) in
+        [("between", "computed between ticks"), ("late", "answered later than 17 ms 5 times in 60 ticks")]
+    {
         std::env::set_var("HAILFIRE_WORKER_FAULT", format!("{fault}:pacer"));
         // Ticks 16 ms apart, as a server runs them: the worker's time between them shows.
         let o = fight_paced(&c, "trap", 120, true, Some(std::time::Duration::from_millis(16)));
@@ -270,7 +269,11 @@ fn close_variables_are_refused_however_the_source_spells_them() {
     let dir = tempfile::tempdir().unwrap();
     let sneaky = "local h = setmetatable({}, {__close = function() while true do end end})\n\
                   do\n  local x <--[[ not a comparison ]]close\n  > = h\nend\n";
+    // A generic `for`'s fourth value is to-be-closed as well, with no `<close>` written.
+    let for_close = "for _ in next, {}, nil, setmetatable({}, {__close = function() end}) do end\nwait(1)\n";
     write_mod(dir.path(), "trap", &[("closer", sneaky), ("fine", "local y <const> = 3\nwait(y)\n")]);
+    // (A mod of its own: the first is refused before its scripts ever run.)
+    write_mod(dir.path(), "loops", &[("closing_for", for_close)]);
     let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Folder(dir.path().to_path_buf())]);
     let errs: Vec<String> = c.errors().map(|d| d.to_string()).collect();
     // Lua places the mark where the statement ends.
@@ -279,6 +282,10 @@ fn close_variables_are_refused_however_the_source_spells_them() {
         "the <close> is refused at its statement: {errs:?}"
     );
     assert!(!errs.iter().any(|e| e.contains("fine.lua")), "<const> is fine: {errs:?}");
+    assert!(
+        errs.iter().any(|e| e.contains("closing_for.lua:1") && e.contains("__close metamethods are not allowed")),
+        "a closing value for a generic for is refused at its line: {errs:?}"
+    );
 }
 
 #[test]

@@ -116,6 +116,8 @@ end
 local _setmetatable, _rawget = setmetatable, rawget
 setmetatable = function(t, mt)
   if mt ~= nil and _rawget(mt, "__gc") ~= nil then _error("__gc metamethods are not allowed", 2) end
+  -- A generic `for`'s fourth value is to-be-closed too (no <close> in the source).
+  if mt ~= nil and _rawget(mt, "__close") ~= nil then _error("__close metamethods are not allowed", 2) end
   return _setmetatable(t, mt)
 end
 

@@ -339,6 +339,9 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
                     return Err(rt_err("the standard library is read-only (rawset on a library)"));
                 }
             }
+            if matches!(&k, Value::String(s) if s.as_bytes().as_ref() == b"__close") {
+                return Err(rt_err("__close metamethods are not allowed"));
+            }
             raw.call::<Value>((t, k, v))
         })?,
     )?;
