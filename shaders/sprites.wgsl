@@ -37,6 +37,10 @@ struct Out {
     @location(1) color: vec4<f32>,
     @location(2) params: vec4<f32>,
     @location(3) size: vec2<f32>,
+    // World position (the floor's patterns are laid out in the world).
+    @location(4) world: vec2<f32>,
+    // The length of `dir` (the floor pattern's speed).
+    @location(5) extra: f32,
 };
 
 @vertex
@@ -57,7 +61,86 @@ fn vs_main(v: In) -> Out {
     o.color = v.color;
     o.params = v.params;
     o.size = v.size;
+    o.world = world;
+    o.extra = length(v.dir);
     return o;
+}
+
+fn hash2(p: vec2<f32>) -> f32 {
+    let q = fract(p * vec2(0.1031, 0.1030));
+    let r = q + dot(q, q.yx + 33.33);
+    return fract((r.x + r.y) * r.x);
+}
+
+// A place's floor: how much of the accent colour shows at world position `w`, for
+// pattern `kind`, cell size `s`, at animation time `t`. Parallax: the pattern moves by
+// a part of the camera's motion, so shakes show depth.
+fn backdrop(kind: u32, w_in: vec2<f32>, s: f32, t: f32) -> f32 {
+    let w = w_in - cam.origin * 0.2;
+    switch kind {
+        case 1u: {                                                           // runes
+            let g = w / s;
+            let c = floor(g);
+            let f = fract(g) - 0.5;
+            // A faint grid joins the glyphs.
+            let grid = 0.12 * (1.0 - smoothstep(0.0, 0.025, 0.5 - max(abs(f.x), abs(f.y))));
+            let h = hash2(c);
+            if (h < 0.82) { return grid; }
+            let pulse = 0.5 + 0.5 * sin(t * 1.3 + h * 40.0);
+            let r = length(f);
+            let ring = 1.0 - smoothstep(0.0, 0.03, abs(r - 0.3));
+            let a = atan2(f.y, f.x) + h * 6.28;
+            let spokes = (1.0 - smoothstep(0.0, 0.05, abs(sin(a * 1.5)) * r)) * step(r, 0.3);
+            let dot_ = 1.0 - smoothstep(0.04, 0.07, r);
+            return grid + (ring * 0.8 + spokes * 0.5 + dot_) * (0.25 + 0.75 * pulse);
+        }
+        case 2u: {                                                           // water
+            let p = w / s;
+            var v = sin(p.x * 1.7 + t * 0.9) + sin(p.y * 2.1 - t * 0.7);
+            v = v + sin((p.x + p.y) * 1.3 + t * 1.1) + sin(length(p - vec2(3.0, 2.0)) * 2.3 - t);
+            let c = pow(0.5 + 0.5 * sin(v * 2.2), 14.0);
+            return 0.1 + c * 0.55;
+        }
+        case 3u: {                                                           // stars
+            var total = 0.0;
+            for (var layer = 0; layer < 2; layer = layer + 1) {
+                let k = f32(layer);
+                let ls = s * (1.0 + k * 0.9);
+                let g = (w_in - cam.origin * (0.1 + 0.25 * k) + vec2(t * 4.0 * (1.0 + k), 0.0)) / ls;
+                let c = floor(g);
+                let h = hash2(c + k * 17.0);
+                let at = vec2(hash2(c + 3.1), hash2(c + 7.7)) * 0.8 + 0.1;
+                let d = length(fract(g) - at);
+                let tw = 0.55 + 0.45 * sin(t * 2.5 + h * 50.0);
+                total = total + (1.0 - smoothstep(0.0, 0.06 + 0.04 * k, d)) * tw * step(0.45, h);
+            }
+            return total;
+        }
+        case 4u: {                                                           // embers
+            var total = 0.08;
+            for (var layer = 0; layer < 2; layer = layer + 1) {
+                let k = f32(layer);
+                let ls = s * (1.0 + k * 0.6);
+                let g = (w + vec2(sin(t * 0.7 + k) * s * 0.2, t * s * (0.5 + 0.4 * k))) / ls;
+                let c = floor(g);
+                let h = hash2(c + k * 31.0);
+                let at = vec2(hash2(c + 1.3), hash2(c + 5.9)) * 0.7 + 0.15;
+                let d = length((fract(g) - at) * vec2(1.0, 0.6));
+                let flick = 0.5 + 0.5 * sin(t * 9.0 + h * 80.0);
+                total = total + (1.0 - smoothstep(0.0, 0.07, d)) * flick * step(0.55, h);
+            }
+            return total;
+        }
+        default: {                                                           // tiles
+            let g = w / s;
+            let f = fract(g);
+            let e = min(min(f.x, 1.0 - f.x), min(f.y, 1.0 - f.y));
+            let joint = 1.0 - smoothstep(0.0, 0.035, e);
+            let stone = hash2(floor(g)) * 0.22;
+            let sheen = 0.08 * sin(t * 0.4 + hash2(floor(g) + 9.0) * 6.28);
+            return joint * 0.7 + stone + max(sheen, 0.0);
+        }
+    }
 }
 
 fn sd_star5(p_in: vec2<f32>, r: f32, rf: f32) -> f32 {
@@ -93,6 +176,18 @@ fn sd_triangle(p: vec2<f32>) -> f32 {
 @fragment
 fn fs_main(i: Out) -> @location(0) vec4<f32> {
     let shape = u32(i.params.x + 0.5);
+    if (shape == 12u) {
+        // The floor's pattern: the accent colour, faint, over the floor's own colour.
+        let k = backdrop(u32(i.params.z + 0.5), i.world, max(i.params.w, 1.0), cam.time * i.extra);
+        // Faint on purpose: what can kill you must always read above the floor. 0.3 is
+        // sim::defs::THEME_PATTERN_PEAK (bullet contrast is checked against it).
+        return vec4(i.color.rgb, clamp(k, 0.0, 1.0) * 0.3 * i.color.a);
+    }
+    if (shape == 13u) {
+        // Vignette: darker toward the arena's edges and corners.
+        let e = length(max(abs(i.local) - vec2(0.45), vec2(0.0))) / 0.75;
+        return vec4(i.color.rgb, smoothstep(0.0, 1.0, e) * i.color.a);
+    }
     let glow = i.params.y;
     let core = i.params.z;
     let p = i.local;

@@ -741,7 +741,9 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         escape: 0,
         aim: 192,
     }];
+    let theme = content.defs.dungeons.get("warden_keep").map(|d| d.theme.clone()).unwrap_or_default();
     let view = scene::WorldView {
+        theme: &theme,
         arena,
         bullets: &pool,
         alpha: 0.5,

@@ -882,3 +882,58 @@ fn a_dry_run_that_runs_out_of_time_blames_the_script_that_was_running() {
     assert!(mine.iter().any(|e| e.contains("[mod broken]")), "{mine:#?}");
     assert!(!mine.iter().any(|e| e.contains("[mod base]")), "{mine:#?}");
 }
+
+#[test]
+fn every_place_has_a_theme_and_every_shipped_bullet_reads_on_every_floor() {
+    use hailfire::sim::defs::{Backdrop, MIN_BULLET_CONTRAST};
+    let c = content::load(&[
+        ModRoot::Mod(content::content_dir()),
+        ModRoot::Mod(content::content_dir().parent().unwrap().join("mods/example_spiral")),
+    ]);
+    assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
+    // Each place its own look: no two dungeons (nor the hub) share a backdrop.
+    let mut seen = vec![c.defs.hub.theme.background];
+    for d in c.defs.dungeons.values() {
+        assert!(!seen.contains(&d.theme.background), "{} repeats a backdrop", d.id);
+        seen.push(d.theme.background);
+    }
+    assert!(seen.len() >= 4 && seen.contains(&Backdrop::Runes), "{seen:?}");
+    // Readability as a rule: every bullet kind against every floor colour, 3:1 or better.
+    assert_eq!(validate::readability(&c.defs), Vec::<String>::new());
+    for b in &c.defs.bullets {
+        let col = hailfire::sim::client_defs::parse_color(&b.color);
+        for t in std::iter::once(&c.defs.hub.theme).chain(c.defs.dungeons.values().map(|d| &d.theme)) {
+            assert!(t.worst_contrast(col) >= MIN_BULLET_CONTRAST, "{} on {:?}", b.id, t);
+        }
+    }
+}
+
+#[test]
+fn a_bad_theme_is_an_error_at_its_line_and_a_hard_to_read_one_a_warning() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "mod.toml", MANIFEST);
+    let dungeon = |theme: &str| {
+        format!("[murk]\nname = \"Murk\"\narena = [800.0, 600.0]\nspawn = [400.0, 500.0]\nboss = \"warden\"\nboss_pos = [400.0, 150.0]\n\n[murk.theme]\n{theme}\n")
+    };
+    for (theme, words) in [
+        ("background = \"lava\"", "unknown variant `lava`"),
+        ("scale = 2.0", "scale must be 8..=512"),
+        ("speed = 9.0", "speed must be 0..=4"),
+        ("base = \"dark\"", "base must look like"),
+        ("glow = 1.0", "unknown field `glow`"),
+    ] {
+        write(d.path(), "dungeons.toml", &dungeon(theme));
+        let (n, errs) = check(d.path());
+        assert!(n > 0, "{theme}: no error");
+        assert!(
+            errs.iter().any(|e| e.contains("dungeons.toml:") && e.contains(words)),
+            "{theme}: expected '{words}' at a line of dungeons.toml, got {errs:?}"
+        );
+    }
+    // A floor as bright as the bullets loads, with a warning naming what to change.
+    write(d.path(), "dungeons.toml", &dungeon("base = \"#ff4040\"\naccent = \"#ffffff\""));
+    let r = validate::check(&[d.path().to_path_buf()]);
+    assert_eq!(r.errors(), 0, "{:?}", r.diagnostics);
+    let warns: Vec<String> = r.diagnostics.iter().filter(|x| !x.is_error()).map(|x| x.to_string()).collect();
+    assert!(warns.iter().any(|w| w.contains("on the floor of Murk") && w.contains(":1")), "{warns:?}");
+}

@@ -481,8 +481,11 @@ fn fuzz_corpus_matches_the_encoders() {
         }
         let committed = std::fs::read(&path).unwrap_or_default();
         assert_eq!(committed, bytes, "{} is stale: rewrite the seed corpus", path.display());
-        let ok =
-            if dir == "client_msg" { ClientMsg::decode(&bytes).is_ok() } else { ServerMsg::decode(&bytes).is_ok() };
+        let ok = match dir {
+            "client_msg" => ClientMsg::decode(&bytes).is_ok(),
+            "content" => hailfire::protocol::content::decode(&bytes).is_ok(),
+            _ => ServerMsg::decode(&bytes).is_ok(),
+        };
         assert!(ok, "{} decodes", path.display());
         seeds += 1;
     };
@@ -517,6 +520,13 @@ fn fuzz_corpus_matches_the_encoders() {
         ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
     );
     w("server_msg", "chunk", ServerMsg::ContentChunk { offset: 0, data: vec![7; 64] }.encode());
+    // The base game's client-side content, in the current format (themes and all).
+    let base = hailfire::content::load(&[hailfire::content::ModRoot::Mod(hailfire::content::content_dir())]);
+    w(
+        "content",
+        "base_content",
+        hailfire::protocol::content::encode(&hailfire::sim::ClientDefs::from_defs(&base.defs)),
+    );
     let a = spawn();
     let b = BulletSpawn { uid: 1001, angle: 210.0, ..a }.quantized();
     w(
@@ -561,7 +571,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 16, "every seed written above was checked");
+    assert_eq!(seeds, 17, "every seed written above was checked");
 }
 
 #[test]
@@ -669,4 +679,39 @@ fn a_client_has_no_message_for_a_graze_a_flare_a_revive_or_a_hit() {
     // the server's idea of where the ship is.
     let f = WireInput { mx: 0, my: 0, aim: 0, buttons: hailfire::sim::player::BTN_FLARE };
     assert_eq!(f.to_frame(9).buttons, hailfire::sim::player::BTN_FLARE);
+}
+
+#[test]
+fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
+    use hailfire::content::{self, ModRoot};
+    use hailfire::protocol::content::{decode, encode, validate};
+    use hailfire::sim::ClientDefs;
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    let defs = ClientDefs::from_defs(&c.defs);
+    let back = decode(&encode(&defs)).unwrap();
+    assert_eq!(back, defs, "themes round-trip");
+    assert_eq!(back.hub.theme.background, hailfire::sim::defs::Backdrop::Runes);
+    assert!(back.dungeons.iter().all(|d| validate(&back).is_ok() && d.theme.scale >= 8.0));
+    // A server sending a floor the loader would never have loaded is refused.
+    let mut bad = defs.clone();
+    bad.hub.theme.scale = f32::NAN;
+    assert!(validate(&decode(&encode(&bad)).unwrap()).unwrap_err().contains("hub: theme: scale"));
+    let mut bad = defs.clone();
+    bad.dungeons[0].theme.speed = 100.0;
+    assert!(validate(&bad).unwrap_err().contains("theme: speed"));
+    // An unknown backdrop number does not decode.
+    let mut bytes = encode(&defs);
+    let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 4 - 4 - 3 - 3 - 1;
+    assert_eq!(bytes[hub_theme_at], hailfire::sim::defs::Backdrop::Runes.code());
+    bytes[hub_theme_at] = 9;
+    assert!(decode(&bytes).is_err());
+}
+
+/// Bytes the ships take at the end of the content (after the hub's theme).
+fn encode_ships_len(d: &hailfire::sim::ClientDefs) -> usize {
+    let mut n = 1; // the count (under 128)
+    for s in &d.ships {
+        n += 1 + s.id.len() + 1 + s.name.len() + 1 + 3;
+    }
+    n - 1
 }

@@ -128,7 +128,9 @@ impl Attract {
     pub fn sprites(&self, screen: (u32, u32), time: f32, out: &mut Vec<Sprite>) -> Option<Camera> {
         let i = self.world.instances.get(&self.inst)?;
         let (enemies, boss) = snap_of(i, &self.world.defs);
+        let theme = self.world.defs.dungeons.get(&self.dungeon).map(|d| d.theme.clone()).unwrap_or_default();
         let view = WorldView {
+            theme: &theme,
             arena: i.arena,
             bullets: &i.bullets,
             alpha: 0.0,

@@ -26,7 +26,9 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
     let (players, enemies, boss) = (snap.players, snap.enemies, snap.boss);
     let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
     let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
+    let theme = i.dungeon().and_then(|d| defs.dungeons.get(d)).map(|d| d.theme.clone()).unwrap_or_default();
     let view = scene::WorldView {
+        theme: &theme,
         arena: i.arena,
         bullets: &i.bullets,
         alpha: 0.0,

@@ -36,6 +36,8 @@ pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&mut
 
 struct Fixture {
     arena: Vec2,
+    /// How the place looks.
+    theme: crate::sim::defs::ThemeDef,
     bullets: BulletPool,
     players: Vec<SnapPlayer>,
     enemies: Vec<SnapEnemy>,
@@ -75,6 +77,7 @@ fn bullet_field(content: &Content) -> Fixture {
     }
     Fixture {
         arena,
+        theme: content.defs.hub.theme.clone(),
         bullets: pool,
         players: vec![player(1, Vec2::new(400.0, 680.0), 0), player(2, Vec2::new(560.0, 680.0), F_SPAWN_GRACE)],
         enemies: vec![],
@@ -170,6 +173,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
     };
     Fixture {
         arena: i.arena,
+        theme: content.defs.dungeons.get("warden_keep").map(|d| d.theme.clone()).unwrap_or_default(),
         bullets: i.bullets.clone(),
         players,
         enemies,
@@ -390,6 +394,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         Vec::new()
     };
     let view = scene::WorldView {
+        theme: &f.theme,
         arena: f.arena,
         bullets: &f.bullets,
         alpha: 0.0,

@@ -544,7 +544,13 @@ impl Session {
                 crate::app::render::scene::DeathBurst { age: t.elapsed().as_secs_f32() / BURST_SECONDS, color, ..*b }
             })
             .collect();
+        let theme = if v.dungeon.is_empty() {
+            defs.hub.theme.clone()
+        } else {
+            defs.dungeon(&v.dungeon).map(|d| d.theme.clone()).unwrap_or_default()
+        };
         let view = WorldView {
+            theme: &theme,
             arena: v.arena,
             bullets: &v.replica.pool,
             alpha,

@@ -745,6 +745,9 @@ pub fn check_refs(
                 err(f, &d.id, "portal", format!("dungeon '{}': portal {:?} is outside the hub's arena", d.id, p));
             }
         }
+        if let Some(why) = d.theme.problem() {
+            err(f, &d.id, "theme", format!("dungeon '{}': {why}", d.id));
+        }
         for (wi, wave) in d.waves.iter().enumerate() {
             for s in &wave.spawns {
                 if !defs.enemies.contains_key(&s.enemy) && !broken.contains(&s.enemy) {
@@ -807,6 +810,9 @@ pub fn check_refs(
         }
         if !(4.0..=256.0).contains(&hub.portal_radius) {
             diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), "hub: portal_radius must be 4..256 px"));
+        }
+        if let Some(why) = hub.theme.problem() {
+            diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), format!("hub: {why}")));
         }
     }
     diags.len() - before

@@ -75,6 +75,7 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         }
     }
     diagnostics.extend(d.diagnostics);
+    diagnostics.extend(readability(&content.defs).into_iter().map(|r| Diagnostic::warning(None, None, r)));
     Report {
         diagnostics,
         logs: d.logs,
@@ -83,6 +84,29 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         bosses_run: d.bosses_run,
         dungeons_run: d.dungeons_run,
     }
+}
+
+/// Bullets that would be hard to see on a place's floor: every bullet kind against every
+/// place (the hub and each dungeon), under [`MIN_BULLET_CONTRAST`] against the floor or the
+/// floor under its pattern at its brightest. One line each, saying what to change.
+pub fn readability(defs: &Defs) -> Vec<String> {
+    use crate::sim::defs::MIN_BULLET_CONTRAST;
+    let mut places: Vec<(&str, &crate::sim::defs::ThemeDef)> = vec![("the hub", &defs.hub.theme)];
+    places.extend(defs.dungeons.values().filter(|d| !d.id.starts_with("__dry_")).map(|d| (d.name.as_str(), &d.theme)));
+    let mut out = Vec::new();
+    for b in &defs.bullets {
+        let c = crate::sim::client_defs::parse_color(&b.color);
+        for (place, theme) in &places {
+            let ratio = theme.worst_contrast(c);
+            if ratio < MIN_BULLET_CONTRAST {
+                out.push(format!(
+                    "bullet '{}' ({}) reads at {ratio:.1}:1 on the floor of {place} (aim for {MIN_BULLET_CONTRAST}:1: a brighter bullet, or a darker floor `base` or `accent`)",
+                    b.id, b.color
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// What a dry run found.
@@ -183,6 +207,7 @@ pub fn dry_run_trusting(
                 boss_pos: [480.0, 160.0],
                 boss_delay: 0,
                 portal: None,
+                theme: Default::default(),
             },
         );
     }

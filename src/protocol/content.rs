@@ -7,14 +7,15 @@
 //! make a client accept anything a mod on disk could not express. Every count, length and
 //! number is bounded (the `MAX_*` constants below, documented in `docs/PROTOCOL.md`).
 //!
-//! Layout (format 2; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
-//! `f32` IEEE bits, `rgb` 3 bytes):
+//! Layout (format 3; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
+//! `f32` IEEE bits, `rgb` 3 bytes, `theme` = `u8 backdrop, rgb base, rgb accent, f32
+//! scale, f32 speed`):
 //! `"HFC" u8 format, var nb, nb x (str id, f32 radius, rgb, u8 shape),
 //!  var ne, ne x (str id, str name, f32 radius, rgb),
 //!  var nB, nB x (str id, str name, f32 radius, rgb, var np, np x str phase),
-//!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py),
-//!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius,
-//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2).
+//!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py, theme),
+//!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius, theme,
+//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2; themes: format 3).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,14 +28,14 @@ use crate::sim::client_defs::*;
 pub use crate::sim::client_defs::{
     validate, MAX_BOSSES, MAX_BULLET_KINDS, MAX_DUNGEONS, MAX_ENEMIES, MAX_ID, MAX_NAME, MAX_PHASES, MAX_SHIPS,
 };
-use crate::sim::defs::{HubDef, Shape};
+use crate::sim::defs::{Backdrop, HubDef, Shape, ThemeDef};
 
 /// Largest client-side content a client accepts, uncompressed (and compressed), bytes.
 pub const MAX_CONTENT_BYTES: usize = 4 << 20;
 /// Payload of one `ContentChunk` message: one datagram under ENet's MTU.
 pub const CONTENT_CHUNK: usize = 1024;
 const MAGIC: &[u8; 3] = b"HFC";
-const FORMAT: u8 = 2;
+const FORMAT: u8 = 3;
 
 /// SHA-256 of the encoded content: what a client offers and what the cache is keyed by.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -174,10 +175,12 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         w.var(g.boss as u64);
         f32w(&mut w, g.portal[0]);
         f32w(&mut w, g.portal[1]);
+        theme_w(&mut w, &g.theme);
     }
     for v in [d.hub.arena[0], d.hub.arena[1], d.hub.spawn[0], d.hub.spawn[1], d.hub.portal_radius] {
         f32w(&mut w, v);
     }
+    theme_w(&mut w, &d.hub.theme);
     w.var(d.ships.len() as u64);
     for sh in &d.ships {
         w.str(&sh.id);
@@ -186,6 +189,27 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         rgb(&mut w, sh.color);
     }
     w.buf
+}
+
+/// A theme: `u8 backdrop, rgb base, rgb accent, f32 scale, f32 speed` (format 3).
+fn theme_w(w: &mut Writer, t: &ThemeDef) {
+    w.u8(t.background.code());
+    rgb(w, parse_color(&t.base));
+    rgb(w, parse_color(&t.accent));
+    f32w(w, t.scale);
+    f32w(w, t.speed);
+}
+
+fn theme_r(r: &mut Reader) -> Result<ThemeDef, ContentError> {
+    let background = Backdrop::from_code(r.u8()?).ok_or_else(|| invalid("theme: unknown background".to_string()))?;
+    let hex = |c: [u8; 3]| format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]);
+    Ok(ThemeDef {
+        background,
+        base: hex(read_rgb(r)?),
+        accent: hex(read_rgb(r)?),
+        scale: read_f32(r)?,
+        speed: read_f32(r)?,
+    })
 }
 
 fn shape_code(s: Shape) -> u8 {
@@ -262,12 +286,14 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         let max_players = r.var_u32("max players")?;
         let boss = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("dungeon boss"))?;
         let portal = [read_f32(&mut r)?, read_f32(&mut r)?];
-        dungeons.push(DungeonInfo { id, name, arena, spawn, max_players, boss, portal });
+        let theme = theme_r(&mut r)?;
+        dungeons.push(DungeonInfo { id, name, arena, spawn, max_players, boss, portal, theme });
     }
     let hub = HubDef {
         arena: [read_f32(&mut r)?, read_f32(&mut r)?],
         spawn: [read_f32(&mut r)?, read_f32(&mut r)?],
         portal_radius: read_f32(&mut r)?,
+        theme: theme_r(&mut r)?,
     };
     let ns = r.count(MAX_SHIPS, 6, "ships")?;
     let mut ships = Vec::with_capacity(ns);

@@ -76,6 +76,8 @@ pub struct DungeonInfo {
     pub boss: u16,
     /// Portal position in the hub (laid out already when the mod gave none).
     pub portal: [f32; 2],
+    /// How it looks.
+    pub theme: super::defs::ThemeDef,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -147,6 +149,7 @@ impl ClientDefs {
                     max_players: g.max_players,
                     boss: boss_ids.iter().position(|b| **b == g.boss).unwrap_or(0) as u16,
                     portal,
+                    theme: g.theme.clone(),
                 })
                 .collect(),
             hub: d.hub.clone(),
@@ -289,7 +292,13 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
     if !in_range(d.hub.portal_radius, 4.0, 256.0) {
         return Err(format!("hub: portal_radius {} is outside 4..=256", d.hub.portal_radius));
     }
+    if let Some(why) = d.hub.theme.problem() {
+        return Err(format!("hub: {why}"));
+    }
     for g in &d.dungeons {
+        if let Some(why) = g.theme.problem() {
+            return Err(format!("dungeon '{}': {why}", g.id));
+        }
         if !arena_ok(g.arena) {
             return Err(format!(
                 "dungeon '{}': arena {:?} must be {ARENA_MIN}..={ARENA_MAX} px on each side",

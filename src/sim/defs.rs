@@ -297,10 +297,132 @@ pub struct DungeonDef {
     /// Portal position in the hub; laid out automatically when absent.
     #[serde(default)]
     pub portal: Option<[f32; 2]>,
+    /// How the dungeon looks.
+    #[serde(default)]
+    pub theme: ThemeDef,
 }
 
 fn default_max_players() -> u32 {
     4
+}
+
+/// The pattern a place's floor is drawn with (animated, by the client's shader).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Backdrop {
+    /// Flagstones with thin joints.
+    #[default]
+    Tiles,
+    /// Sparse glyphs that glow and fade.
+    Runes,
+    /// Caustic light moving over a pool.
+    Water,
+    /// Two layers of twinkling stars.
+    Stars,
+    /// Sparks rising and flickering.
+    Embers,
+}
+
+impl Backdrop {
+    pub const ALL: [Backdrop; 5] =
+        [Backdrop::Tiles, Backdrop::Runes, Backdrop::Water, Backdrop::Stars, Backdrop::Embers];
+    /// Its number on the wire and in the shader.
+    pub fn code(self) -> u8 {
+        Backdrop::ALL.iter().position(|b| *b == self).unwrap_or(0) as u8
+    }
+    pub fn from_code(c: u8) -> Option<Backdrop> {
+        Backdrop::ALL.get(c as usize).copied()
+    }
+}
+
+/// How a place looks: its floor colour, the pattern drawn over it in the accent colour,
+/// the pattern's cell size (px) and how fast it moves. Client-side content (sent at join).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThemeDef {
+    pub background: Backdrop,
+    /// `#rrggbb`: the floor.
+    pub base: String,
+    /// `#rrggbb`: the pattern (drawn faint over the floor).
+    pub accent: String,
+    /// Pattern cell size, px (8..=512).
+    pub scale: f32,
+    /// Animation speed (0 still ..= 4).
+    pub speed: f32,
+}
+
+impl Default for ThemeDef {
+    fn default() -> Self {
+        ThemeDef {
+            background: Backdrop::Tiles,
+            base: "#07080f".into(),
+            accent: "#2a3160".into(),
+            scale: 64.0,
+            speed: 1.0,
+        }
+    }
+}
+
+/// The most of the accent colour the floor pattern ever shows (the shader's constant):
+/// readability is checked against the floor at this strength.
+pub const THEME_PATTERN_PEAK: f32 = 0.3;
+/// The least contrast a bullet should have against any floor colour (WCAG's 3:1 for
+/// graphics), checked by `mods check` and, for the shipped content, by the tests.
+pub const MIN_BULLET_CONTRAST: f32 = 3.0;
+
+/// WCAG contrast ratio of two sRGB colours (1 to 21).
+pub fn contrast(a: [u8; 3], b: [u8; 3]) -> f32 {
+    let lum = |c: [u8; 3]| {
+        let l = |v: u8| {
+            let v = v as f32 / 255.0;
+            if v <= 0.04045 {
+                v / 12.92
+            } else {
+                ((v + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * l(c[0]) + 0.7152 * l(c[1]) + 0.0722 * l(c[2])
+    };
+    let (x, y) = (lum(a), lum(b));
+    (x.max(y) + 0.05) / (x.min(y) + 0.05)
+}
+
+/// Limits on a theme's numbers.
+pub const THEME_SCALE: std::ops::RangeInclusive<f32> = 8.0..=512.0;
+pub const THEME_SPEED: std::ops::RangeInclusive<f32> = 0.0..=4.0;
+
+impl ThemeDef {
+    /// The floor's colours a bullet is seen against: the plain floor, and the floor under
+    /// the pattern at its brightest.
+    pub fn floor_colours(&self) -> [[u8; 3]; 2] {
+        let (b, a) =
+            (crate::sim::client_defs::parse_color(&self.base), crate::sim::client_defs::parse_color(&self.accent));
+        let mix = |i: usize| (b[i] as f32 + (a[i] as f32 - b[i] as f32) * THEME_PATTERN_PEAK).round() as u8;
+        [b, [mix(0), mix(1), mix(2)]]
+    }
+
+    /// The worst contrast of colour `c` against this floor.
+    pub fn worst_contrast(&self, c: [u8; 3]) -> f32 {
+        self.floor_colours().iter().map(|f| contrast(c, *f)).fold(f32::INFINITY, f32::min)
+    }
+
+    /// What is wrong with it, if anything (the loader and the client's validator say it).
+    pub fn problem(&self) -> Option<String> {
+        let hex = |c: &str| c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex(&self.base) {
+            return Some("theme: base must look like \"#0a0c18\"".into());
+        }
+        if !hex(&self.accent) {
+            return Some("theme: accent must look like \"#3050a0\"".into());
+        }
+        if !THEME_SCALE.contains(&self.scale) {
+            return Some(format!("theme: scale must be 8..=512 px, not {}", self.scale));
+        }
+        if !THEME_SPEED.contains(&self.speed) {
+            return Some(format!("theme: speed must be 0..=4, not {}", self.speed));
+        }
+        None
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -310,6 +432,9 @@ pub struct HubDef {
     pub spawn: [f32; 2],
     #[serde(default = "default_portal_radius")]
     pub portal_radius: f32,
+    /// How the hub looks.
+    #[serde(default)]
+    pub theme: ThemeDef,
 }
 
 fn default_portal_radius() -> f32 {
@@ -318,7 +443,7 @@ fn default_portal_radius() -> f32 {
 
 impl Default for HubDef {
     fn default() -> Self {
-        HubDef { arena: [960.0, 640.0], spawn: [480.0, 480.0], portal_radius: 28.0 }
+        HubDef { arena: [960.0, 640.0], spawn: [480.0, 480.0], portal_radius: 28.0, theme: ThemeDef::default() }
     }
 }
 

@@ -36,6 +36,11 @@ pub const SH_RECT: f32 = 8.0;
 pub const SH_FRAME: f32 = 9.0;
 pub const SH_PORTAL: f32 = 10.0;
 pub const SH_BOSS: f32 = 11.0;
+/// A place's floor pattern over the arena (params: backdrop code, cell size; `dir.x` the
+/// speed), drawn in the theme's accent colour.
+pub const SH_BACKDROP: f32 = 12.0;
+/// Darkens the arena toward its edges.
+pub const SH_VIGNETTE: f32 = 13.0;
 
 /// Where the view looks.
 #[derive(Clone, Copy, Debug)]
@@ -68,7 +73,6 @@ impl Camera {
     }
 }
 
-/// "#rrggbb" to linear RGBA.
 /// An sRGB byte colour as linear RGBA.
 pub fn rgb_color(c: [u8; 3]) -> [f32; 4] {
     let l = |x: u8| (x as f32 / 255.0).powf(2.2);
@@ -212,6 +216,8 @@ pub struct WorldView<'a> {
     pub bursts: &'a [DeathBurst],
     /// Flares going off: where, and how far along (0..1).
     pub flares: &'a [(Vec2, f32)],
+    /// How the place looks (its floor).
+    pub theme: &'a crate::sim::defs::ThemeDef,
 }
 
 /// A short burst where something died (drawn by the client only; no gameplay).
@@ -233,10 +239,14 @@ fn flash_of(view: &WorldView, t: crate::protocol::WireTarget) -> f32 {
     view.flashes.iter().find(|(w, _)| *w == t).map_or(0.0, |(_, f)| *f)
 }
 
-/// The player's display settings on a built frame: `low_effects` drops every glow (fewer
-/// pixels to shade: faster on software rendering); `outline` drops the glow of enemy
+/// The player's display settings on a built frame: `low_effects` drops every glow and the
+/// floor's pattern (fewer pixels to shade: faster on software rendering); `outline` drops the glow of enemy
 /// bullets so that their outline (drawn by the shader) stays crisp.
-pub fn apply_look(out: &mut [Sprite], low_effects: bool, outline: bool) {
+pub fn apply_look(out: &mut Vec<Sprite>, low_effects: bool, outline: bool) {
+    // Low effects: the floor is its plain colour (no pattern, no vignette to shade).
+    if low_effects {
+        out.retain(|s| s.params[0] != SH_BACKDROP && s.params[0] != SH_VIGNETTE);
+    }
     for s in out.iter_mut() {
         if low_effects || (outline && s.params[0] <= SH_RING && s.params[3] == 1.0) {
             s.params[1] = 0.0;
@@ -250,11 +260,28 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     out.clear();
     out.reserve(view.bullets.len() + 64);
     let a = view.arena;
+    let theme = view.theme;
+    let parse = crate::sim::client_defs::parse_color;
+    // The floor: its colour, its pattern in the accent colour, and a vignette.
     out.push(Sprite {
         pos: [a.x / 2.0, a.y / 2.0],
         size: [a.x / 2.0, a.y / 2.0],
-        color: [0.022, 0.024, 0.045, 1.0],
+        color: rgb_color(parse(&theme.base)),
         params: [SH_RECT, 0.0, 0.0, 0.0],
+        ..Default::default()
+    });
+    out.push(Sprite {
+        pos: [a.x / 2.0, a.y / 2.0],
+        size: [a.x / 2.0, a.y / 2.0],
+        dir: [theme.speed.max(1e-3), 0.0],
+        color: rgb_color(parse(&theme.accent)),
+        params: [SH_BACKDROP, 0.0, theme.background.code() as f32, theme.scale],
+    });
+    out.push(Sprite {
+        pos: [a.x / 2.0, a.y / 2.0],
+        size: [a.x / 2.0, a.y / 2.0],
+        color: [0.0, 0.0, 0.0, 0.55],
+        params: [SH_VIGNETTE, 0.0, 0.0, 0.0],
         ..Default::default()
     });
     out.push(Sprite {
