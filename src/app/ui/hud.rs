@@ -177,23 +177,34 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         f.set_width(r.width() * frac.clamp(0.0, 1.0));
         p.rect_filled(f, 2.0, Color32::from_rgb(240, 90, 80));
     }
-    // Damage numbers rise and fade.
+    // Damage numbers rise and fade. Damage taken is white on a red pill (it must read on
+    // any floor and over any bullets); damage dealt is light text with a dark outline.
     for (text, at, age, taken) in &hud.damage {
         let a = ((1.0 - age) * 255.0).clamp(0.0, 255.0) as u8;
-        let (col, size) = if *taken {
-            (Color32::from_rgba_unmultiplied(255, 90, 90, a), 17.0)
-        } else {
-            (Color32::from_rgba_unmultiplied(255, 240, 200, a), 14.0)
-        };
         let at = *at + EVec2::new(0.0, -14.0 - 34.0 * age);
-        p.text(
-            at + EVec2::new(1.0, 1.0),
-            Align2::CENTER_BOTTOM,
-            text,
-            FontId::proportional(size),
-            Color32::from_rgba_unmultiplied(0, 0, 0, a),
-        );
-        p.text(at, Align2::CENTER_BOTTOM, text, FontId::proportional(size), col);
+        if *taken {
+            let g = p.layout_no_wrap(
+                text.clone(),
+                FontId::proportional(19.0),
+                Color32::from_rgba_unmultiplied(255, 255, 255, a),
+            );
+            let r = Rect::from_center_size(at - EVec2::new(0.0, g.size().y / 2.0), g.size() + EVec2::new(12.0, 4.0));
+            p.rect_filled(r, 8.0, Color32::from_rgba_unmultiplied(190, 30, 45, (a as f32 * 0.9) as u8));
+            p.rect_stroke(
+                r,
+                8.0,
+                egui::Stroke::new(1.0, Color32::from_rgba_unmultiplied(255, 190, 190, a)),
+                egui::StrokeKind::Inside,
+            );
+            p.galley(r.min + EVec2::new(6.0, 2.0), g, Color32::WHITE);
+        } else {
+            let col = Color32::from_rgba_unmultiplied(255, 240, 200, a);
+            let shadow = Color32::from_rgba_unmultiplied(0, 0, 0, a);
+            for d in [EVec2::new(1.0, 1.0), EVec2::new(-1.0, 1.0), EVec2::new(1.0, -1.0), EVec2::new(-1.0, -1.0)] {
+                p.text(at + d, Align2::CENTER_BOTTOM, text, FontId::proportional(14.0), shadow);
+            }
+            p.text(at, Align2::CENTER_BOTTOM, text, FontId::proportional(14.0), col);
+        }
     }
     // Own HP, bottom left.
     let hp_rect = Rect::from_min_size(Pos2::new(16.0, screen.bottom() - 40.0), EVec2::new(260.0, 22.0));
