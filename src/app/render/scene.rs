@@ -544,7 +544,9 @@ mod tests {
         // The newest bullet takes the dead one's slot.
         pool.despawn(1);
         assert_ne!(pool.uid, vec![0, 2, 3, 4, 5], "the slots are out of uid order");
+        let theme = crate::sim::defs::ThemeDef::default();
         let view = WorldView {
+            theme: &theme,
             arena: Vec2::new(100.0, 100.0),
             bullets: &pool,
             alpha: 0.0,
