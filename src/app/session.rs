@@ -520,8 +520,13 @@ impl Session {
         let snap = self.client.interpolated()?;
         let enemy_r: Vec<f32> = defs.enemies.iter().map(|e| e.radius).collect();
         let boss_r: Vec<f32> = defs.bosses.iter().map(|b| b.radius).collect();
-        let portals: Vec<(String, Vec2)> = if v.dungeon.is_empty() {
-            defs.portals().into_iter().map(|(d, p)| (d, Vec2::new(p[0], p[1]))).collect()
+        let portals: Vec<(String, Vec2, [f32; 4])> = if v.dungeon.is_empty() {
+            use crate::app::render::scene::{lighten, rgb_color};
+            let accent = |d: &str| {
+                let t = defs.dungeon(d).map(|g| g.theme.accent.clone()).unwrap_or_default();
+                lighten(rgb_color(crate::sim::client_defs::parse_color(&t)), 0.35)
+            };
+            defs.portals().into_iter().map(|(d, p)| (d.clone(), Vec2::new(p[0], p[1]), accent(&d))).collect()
         } else {
             Vec::new()
         };

@@ -73,6 +73,11 @@ impl Camera {
     }
 }
 
+/// A linear colour moved `by` (0..1) toward white.
+pub fn lighten(c: [f32; 4], by: f32) -> [f32; 4] {
+    [c[0] + (1.0 - c[0]) * by, c[1] + (1.0 - c[1]) * by, c[2] + (1.0 - c[2]) * by, c[3]]
+}
+
 /// An sRGB byte colour as linear RGBA.
 pub fn rgb_color(c: [u8; 3]) -> [f32; 4] {
     let l = |x: u8| (x as f32 / 255.0).powf(2.2);
@@ -207,8 +212,9 @@ pub struct WorldView<'a> {
     pub enemy_radius: &'a [f32],
     pub boss: Option<SnapBoss>,
     pub boss_radius: &'a [f32],
-    /// Hub portals: name and position.
-    pub portals: &'a [(String, Vec2)],
+    /// Hub portals: name, position, and colour (its dungeon's accent, so each portal
+    /// shows the look of the place it leads to).
+    pub portals: &'a [(String, Vec2, [f32; 4])],
     pub portal_radius: f32,
     /// Who was hit lately, and how much white to flash them with (0..1).
     pub flashes: &'a [(crate::protocol::WireTarget, f32)],
@@ -287,15 +293,15 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     out.push(Sprite {
         pos: [a.x / 2.0, a.y / 2.0],
         size: [a.x / 2.0 + 3.0, a.y / 2.0 + 3.0],
-        color: [0.25, 0.3, 0.6, 1.0],
+        color: lighten(rgb_color(parse(&theme.accent)), 0.3),
         params: [SH_FRAME, 0.0, 0.0, 0.0],
         ..Default::default()
     });
-    for (_, p) in view.portals {
+    for (_, p, color) in view.portals {
         out.push(Sprite {
             pos: [p.x, p.y],
             size: [view.portal_radius, view.portal_radius],
-            color: [0.35, 0.55, 1.0, 1.0],
+            color: *color,
             params: [SH_PORTAL, 0.25, 0.0, 0.0],
             ..Default::default()
         });
@@ -476,6 +482,8 @@ fn push_bullets(
             for ch in color.iter_mut().take(3) {
                 *ch = *ch * 0.6 + 0.4;
             }
+            // Translucent: never mistaken for what can hurt you.
+            color[3] *= 0.6;
         }
         out.push(Sprite {
             pos: [b.x[i] + vx * t, b.y[i] + vy * t],
