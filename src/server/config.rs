@@ -258,6 +258,15 @@ mod tests {
     }
 
     #[test]
+    fn trusted_mods_must_be_mod_ids_and_survive_print_config() {
+        let e = ServerFile::parse("trusted_mods = [\"My Mod\"]\n", "s.toml").unwrap_err();
+        assert!(e.contains("trusted_mods: 'My Mod' is not a mod id"), "{e}");
+        let f = ServerFile::parse("trusted_mods = [\"spin\"]\n", "s.toml").unwrap();
+        assert_eq!(f.trusted_mods, vec!["spin".to_string()]);
+        assert_eq!(ServerFile::parse(&f.effective_text(), "shown").unwrap(), f);
+    }
+
+    #[test]
     fn the_password_is_never_shown() {
         let f = ServerFile { password: "hunter2".into(), ..Default::default() };
         assert!(!f.effective_text().contains("hunter2") && f.effective_text().contains("(set)"));
