@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::content::{Content, EmitterSource, LuaFactory};
+use crate::content::{Content, EmitterSource};
 use crate::sim::defs::{Behaviour, DungeonDef, EnemyDef};
 use crate::sim::player::{InputFrame, BTN_FIRE};
 use crate::sim::rng::Rng;
@@ -342,7 +342,8 @@ pub fn stress_n(content: &Content, bullets: u32, ticks: u32) -> (BenchResult, f6
     );
     let defs = Arc::new(defs);
     let nanos = Arc::new(AtomicU64::new(0));
-    let inner: Arc<dyn ScriptFactory> = Arc::new(LuaFactory::new(&defs, Arc::new(emitters)));
+    use crate::content::host::{Isolation, ScriptHost};
+    let inner: Arc<dyn ScriptFactory> = Arc::new(ScriptHost::new(&defs, Arc::new(emitters), Isolation::InProcess));
     let mut world = World::new(defs, Arc::new(TimedFactory { inner, nanos: nanos.clone() }), 2);
     for id in 1..=4 {
         world.add_player(id, "bot");
@@ -1120,6 +1121,9 @@ fn own_rss_kib() -> Option<u64> {
 /// N Warden fights in one world, every boss phase in turn, the players firing and kept
 /// alive; measured on 1, 2, 4 … `threads` threads, each on a fresh world (the same fights,
 /// so the same work).
+/// Most fights `bench --instances` runs with their scripts in workers (one process each).
+pub const WORKER_FIGHTS: u32 = 100;
+
 /// With `workers`, every script (the base game's too) runs in worker processes, one per
 /// fight, as an untrusted mod's would: the cost of the worker path.
 pub fn instances(content: &Content, n: u32, threads: usize, quick: bool, workers: bool) -> Vec<InstancesBench> {

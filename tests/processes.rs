@@ -797,30 +797,10 @@ fn version_names_the_protocol_and_build_and_a_crash_writes_a_report_with_the_log
 #[test]
 fn a_mod_looping_in_table_concat_ends_only_its_fight_and_status_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let m = dir.path().join("mods/spin");
-    std::fs::create_dir_all(m.join("emitters")).unwrap();
-    std::fs::write(
-        m.join("mod.toml"),
-        "id = \"spin\"\nname = \"Spin\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
-    )
-    .unwrap();
     // Behaves in the load-time dry run (two players); facing a lone player it copies
     // 4 MiB inside C for every five instructions, forever.
-    std::fs::write(
-        m.join("emitters/spin.lua"),
-        "wait_until(function() return #players() == 1 end)\nlocal big = {}\nfor i = 1, 4 do big[i] = string.rep('x', 1 << 20) end\nwhile true do local s = table.concat(big) end\n",
-    )
-    .unwrap();
-    std::fs::write(
-        m.join("enemies.toml"),
-        "[spinner]\nname = \"Spinner\"\nhp = 100000\nradius = 12.0\nbehaviour = \"stationary\"\nemitters = [\"spin\"]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        m.join("dungeons.toml"),
-        "[spin_pit]\nname = \"Spin Pit\"\narena = [900.0, 700.0]\nspawn = [450.0, 600.0]\nboss = \"warden\"\nboss_pos = [450.0, 100.0]\nportal = [700.0, 420.0]\n\n[[spin_pit.waves]]\ndelay = 30\nspawns = [{ enemy = \"spinner\", x = 450.0, y = 150.0 }]\n",
-    )
-    .unwrap();
+    let spin = "wait_until(function() return #players() == 1 end)\nlocal big = {}\nfor i = 1, 4 do big[i] = string.rep('x', 1 << 20) end\nwhile true do local s = table.concat(big) end\n";
+    common::write_mod(&dir.path().join("mods"), "spin", &[("spin", spin)]);
     let log = dir.path().join("server.log");
     let port = free_port();
     let mods = dir.path().join("mods");

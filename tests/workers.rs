@@ -3,6 +3,7 @@
 //! with its reason, while a fight in another instance of the same world goes on.
 
 mod common;
+use common::write_mod;
 
 use std::path::Path;
 
@@ -10,35 +11,6 @@ use hailfire::content::{self, Content, ModRoot};
 use hailfire::sim::events::RunOutcome;
 use hailfire::sim::player::{InputFrame, BTN_FIRE};
 use hailfire::sim::{SimEvent, Vec2, World};
-
-const MANIFEST: &str =
-    "name = \"Trap\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n";
-
-/// Writes mod `id` into `root` with one enemy per emitter (`name`, Lua) and a dungeon
-/// `<id>_pit` whose first wave spawns them all at once.
-fn write_mod(root: &Path, id: &str, emitters: &[(&str, &str)]) {
-    let m = root.join(id);
-    std::fs::create_dir_all(m.join("emitters")).unwrap();
-    std::fs::write(m.join("mod.toml"), format!("id = \"{id}\"\n{MANIFEST}")).unwrap();
-    let mut enemies = String::new();
-    let mut spawns = Vec::new();
-    for (k, (name, lua)) in emitters.iter().enumerate() {
-        std::fs::write(m.join(format!("emitters/{name}.lua")), lua).unwrap();
-        enemies.push_str(&format!(
-            "[{name}]\nname = \"{name}\"\nhp = 100000\nradius = 12.0\nbehaviour = \"stationary\"\nemitters = [\"{name}\"]\n\n"
-        ));
-        spawns.push(format!("{{ enemy = \"{name}\", x = {}.0, y = 150.0 }}", 100 + k * 120));
-    }
-    std::fs::write(m.join("enemies.toml"), enemies).unwrap();
-    std::fs::write(
-        m.join("dungeons.toml"),
-        format!(
-            "[{id}_pit]\nname = \"Pit\"\narena = [900.0, 700.0]\nspawn = [450.0, 600.0]\nboss = \"warden\"\nboss_pos = [450.0, 100.0]\nportal = [700.0, 420.0]\n\n[[{id}_pit.waves]]\ndelay = 1\nspawns = [{}]\n",
-            spawns.join(", ")
-        ),
-    )
-    .unwrap();
-}
 
 fn load(root: &Path) -> Content {
     let c = content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Folder(root.to_path_buf())]);

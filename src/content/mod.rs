@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 pub use diag::{Diagnostic, Severity};
 pub use loader::ModRoot;
-pub use lua::{EmitterSource, LuaFactory};
+pub use lua::EmitterSource;
 
 use crate::sim::script::ScriptFactory;
 use crate::sim::Defs;

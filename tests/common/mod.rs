@@ -109,3 +109,32 @@ pub fn fight_over(link: LinkProfile, seconds: u32) -> FightReport {
         snapshots_unresolved: cl.stats.snapshots_unresolved - s0.snapshots_unresolved,
     }
 }
+
+const MANIFEST: &str =
+    "name = \"Trap\"\nversion = \"1.0.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n";
+
+/// Writes mod `id` into `root` with one enemy per emitter (`name`, Lua) and a dungeon
+/// `<id>_pit` whose first wave spawns them all at once.
+pub fn write_mod(root: &std::path::Path, id: &str, emitters: &[(&str, &str)]) {
+    let m = root.join(id);
+    std::fs::create_dir_all(m.join("emitters")).unwrap();
+    std::fs::write(m.join("mod.toml"), format!("id = \"{id}\"\n{MANIFEST}")).unwrap();
+    let mut enemies = String::new();
+    let mut spawns = Vec::new();
+    for (k, (name, lua)) in emitters.iter().enumerate() {
+        std::fs::write(m.join(format!("emitters/{name}.lua")), lua).unwrap();
+        enemies.push_str(&format!(
+            "[{name}]\nname = \"{name}\"\nhp = 100000\nradius = 12.0\nbehaviour = \"stationary\"\nemitters = [\"{name}\"]\n\n"
+        ));
+        spawns.push(format!("{{ enemy = \"{name}\", x = {}.0, y = 150.0 }}", 100 + k * 120));
+    }
+    std::fs::write(m.join("enemies.toml"), enemies).unwrap();
+    std::fs::write(
+        m.join("dungeons.toml"),
+        format!(
+            "[{id}_pit]\nname = \"Pit\"\narena = [900.0, 700.0]\nspawn = [450.0, 600.0]\nboss = \"warden\"\nboss_pos = [450.0, 100.0]\nportal = [700.0, 420.0]\n\n[[{id}_pit.waves]]\ndelay = 1\nspawns = [{}]\n",
+            spawns.join(", ")
+        ),
+    )
+    .unwrap();
+}

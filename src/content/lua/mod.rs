@@ -19,7 +19,7 @@ pub use super::diag::escape_text;
 use crate::sim::defs::ArgValue;
 use crate::sim::rng::Rng;
 use crate::sim::script::{
-    BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptFactory, ScriptMessage, ScriptView, Scripting, ShotCmd,
+    BurstCmd, Owner, OwnerView, PlayerView, ScriptCmd, ScriptMessage, ScriptView, Scripting, ShotCmd,
 };
 use crate::sim::{Defs, Tick, Vec2};
 
@@ -99,24 +99,6 @@ impl Names {
         let kinds =
             defs.bullets.iter().enumerate().map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage))).collect();
         Names { kinds, enemies: defs.enemies.keys().cloned().collect() }
-    }
-}
-
-/// Creates a Lua runtime per instance from the loaded content.
-pub struct LuaFactory {
-    emitters: Arc<BTreeMap<String, EmitterSource>>,
-    names: Arc<Names>,
-}
-
-impl LuaFactory {
-    pub fn new(defs: &Defs, emitters: Arc<BTreeMap<String, EmitterSource>>) -> Self {
-        LuaFactory { emitters, names: Arc::new(Names::of(defs)) }
-    }
-}
-
-impl ScriptFactory for LuaFactory {
-    fn create(&self, seed: u64) -> Box<dyn Scripting> {
-        Box::new(LuaRuntime::new(self.emitters.clone(), self.names.clone(), seed))
     }
 }
 
