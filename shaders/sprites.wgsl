@@ -156,6 +156,52 @@ fn sd_star5(p_in: vec2<f32>, r: f32, rf: f32) -> f32 {
     return length(p - ba * h) * sign(p.y * ba.x - p.x * ba.y);
 }
 
+// A regular polygon of `n` sides and circumradius `r`, a vertex along +x.
+fn sd_polygon(p: vec2<f32>, r: f32, n: f32) -> f32 {
+    let sector = 6.2831853 / n;
+    let a = atan2(p.y, p.x);
+    let ang = a - sector * floor(a / sector + 0.5);
+    // Fold into one sector, measured from its middle (an edge's normal, half a sector
+    // from the vertex).
+    let m = ang - sector * 0.5 * sign(ang);
+    let q = length(p) * vec2(cos(m), abs(sin(m)));
+    let half = sector * 0.5;
+    let q2 = q - vec2(r * cos(half), 0.0);
+    let h = clamp(q2.y, 0.0, r * sin(half));
+    return length(q2 - vec2(0.0, h)) * sign(q2.x);
+}
+
+// A body's silhouette (sim::defs::BodyShape: 0 orb, 1 shell, 2 spiked, 3 eye, 4 crystal,
+// 5 cross), `parts` its segments, spikes, sides or arms.
+fn body_sd(kind: u32, p: vec2<f32>, parts: f32) -> f32 {
+    let r = length(p);
+    let a = atan2(p.y, p.x);
+    let n = max(parts, 1.0);
+    switch kind {
+        case 1u: {                                                      // shell
+            let core = r - 0.5;
+            let ring = abs(r - 0.8) - 0.13;
+            // Gaps between the ring's segments (zero parts: a whole ring).
+            let seg = abs(fract(a / 6.2831853 * n) - 0.5) * 2.0;
+            let gap = select((0.78 - seg) * 0.8 * 3.14159 / n, -1.0, parts < 0.5);
+            return min(core, max(ring, -gap));
+        }
+        case 2u: {                                                      // spiked
+            let k = pow(max(cos(a * n), 0.0), 3.0);
+            return (r - (0.6 + 0.37 * k)) * 0.75;
+        }
+        case 4u: { return sd_polygon(p, 0.96, max(parts, 3.0)); }       // crystal
+        case 5u: {                                                      // cross
+            let sector = 6.2831853 / n;
+            let ang = a - sector * floor(a / sector + 0.5);
+            let q = r * vec2(cos(ang), abs(sin(ang)));
+            let arm = max(abs(q.x - 0.5) - 0.46, q.y - 0.2);
+            return min(r - 0.55, arm);
+        }
+        default: { return r - 0.92; }                                   // orb, eye
+    }
+}
+
 fn sd_triangle(p: vec2<f32>) -> f32 {
     // Points along +x (the ship's heading).
     let a = vec2(1.0, 0.0);
@@ -181,12 +227,34 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         let k = backdrop(u32(i.params.z + 0.5), i.world, max(i.params.w, 1.0), cam.time * i.extra);
         // Faint on purpose: what can kill you must always read above the floor. 0.3 is
         // sim::defs::THEME_PATTERN_PEAK (bullet contrast is checked against it).
-        return vec4(i.color.rgb, clamp(k, 0.0, 1.0) * 0.3 * i.color.a);
+        // y > 0: a portal's window, shown brighter and cut to a circle.
+        let window = i.params.y > 0.5;
+        let mask = select(1.0, 1.0 - smoothstep(0.92, 1.0, length(i.local)), window);
+        let peak = select(0.3, 0.9, window);
+        return vec4(i.color.rgb, clamp(k, 0.0, 1.0) * peak * mask * i.color.a);
+    }
+    if (shape == 15u) {
+        // A flat disc.
+        let aa = 1.5 / max(i.size.x * cam.scale, 1.0);
+        return vec4(i.color.rgb, (1.0 - smoothstep(1.0 - aa, 1.0, length(i.local))) * i.color.a);
     }
     if (shape == 13u) {
         // Vignette: darker toward the arena's edges and corners.
         let e = length(max(abs(i.local) - vec2(0.45), vec2(0.0))) / 0.75;
         return vec4(i.color.rgb, smoothstep(0.0, 1.0, e) * i.color.a);
+    }
+    if (shape == 14u) {
+        // A telegraph: a thin line, dashed and dim, that fills bright from its start as
+        // the attack nears (z: how far through, 0..1).
+        let k = i.params.z;
+        let along = (i.local.x + 1.0) * 0.5;
+        let across = abs(i.local.y) * i.size.y;
+        let half = max(i.size.y - 1.5, 0.5);
+        let edge = 1.0 - smoothstep(half - 0.5, half + 1.0, across);
+        let filled = step(along, k);
+        let dash = 0.5 + 0.5 * step(0.5, fract(along * i.size.x / 10.0 - cam.time * 3.0));
+        let a = edge * mix(0.4 * dash, 1.0, filled) * (1.0 - 0.6 * smoothstep(0.9, 1.0, along));
+        return vec4(mix(i.color.rgb, vec3(1.0), filled * 0.35), a * i.color.a);
     }
     let glow = i.params.y;
     let core = i.params.z;
@@ -211,7 +279,13 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
             let a = atan2(p.y, p.x) + cam.time * 1.5;
             d = abs(length(p) - 0.8 - 0.06 * sin(a * 6.0)) - 0.14;
         }
-        default: { d = length(p) - 1.0; }
+        default: {
+            if (shape >= 16u) {
+                d = body_sd(shape - 16u, p, i.params.z - 16.0 * floor(i.params.z / 16.0));
+            } else {
+                d = length(p) - 1.0;
+            }
+        }
     }
     // Anti-aliasing width in local units (one screen pixel).
     let aa = 1.0 / max(min(i.size.x, i.size.y) * cam.scale, 1.0);
@@ -238,6 +312,46 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
             let a = atan2(p.y, p.x) - cam.time * 0.8;
             rgb = rgb + vec3(0.25) * smoothstep(0.8, 1.0, sin(a * 5.0)) * step(r, 0.7);
         }
+    } else if (shape >= 16u) {
+        // Bodies: shaded toward the edge, a pulsing core (faster each boss phase), parts
+        // by shape, a ring per boss phase past the first, and a dark outline.
+        let kind = shape - 16u;
+        let parts = i.params.z - 16.0 * floor(i.params.z / 16.0);
+        let phase = floor(i.params.z / 16.0);
+        let r = length(p);
+        let t = cam.time;
+        let pulse = 0.5 + 0.5 * sin(t * (3.0 + 2.5 * phase));
+        rgb = mix(rgb * 0.5, rgb, smoothstep(0.1, 0.9, r));
+        if (kind == 3u) {
+            // An eye: pale ball, coloured iris, a pupil that widens and narrows.
+            let iris = 1.0 - smoothstep(0.5, 0.55, r);
+            let pr = 0.17 + 0.08 * pulse;
+            let pupil = 1.0 - smoothstep(pr, pr + 0.04, r);
+            rgb = mix(vec3(0.9, 0.88, 0.84), i.color.rgb, iris);
+            rgb = mix(rgb, vec3(0.03, 0.02, 0.05), pupil);
+            rgb = mix(rgb, vec3(1.0), (1.0 - smoothstep(0.0, 0.06, length(p - vec2(0.2, -0.2)))) * 0.9);
+        } else {
+            let cr = 0.2 + 0.07 * pulse;
+            let c = 1.0 - smoothstep(cr - 0.06, cr + 0.05, r);
+            rgb = mix(rgb, mix(rgb, vec3(1.0), 0.8), c);
+        }
+        if (kind == 4u) {
+            // Facets: alternate sides lit and shaded.
+            let n = max(parts, 3.0);
+            let f = floor((atan2(p.y, p.x) + 3.14159265) / 6.2831853 * n);
+            rgb = rgb * (0.78 + 0.34 * (f - 2.0 * floor(f / 2.0)));
+        }
+        for (var k = 1; k <= 3; k = k + 1) {
+            if (f32(k) > phase) { break; }
+            let rk = 0.3 + 0.13 * f32(k);
+            let turn = select(1.0, -1.0, k == 2);
+            let dash = step(0.0, sin((atan2(p.y, p.x) + turn * t * (1.0 + f32(k))) * 5.0));
+            let ring = 1.0 - smoothstep(0.015, 0.045, abs(r - rk));
+            rgb = mix(rgb, vec3(1.0, 0.95, 0.85), ring * dash * 0.85);
+        }
+        rgb = mix(rgb, vec3(1.0, 0.85, 0.75), 0.07 * phase);
+        let rim = smoothstep(-0.13, -0.03, d);
+        rgb = mix(rgb, vec3(0.04, 0.04, 0.07), rim);
     } else if (shape == 5u) {
         let rim = smoothstep(-0.18, -0.04, d);
         rgb = mix(rgb, vec3(1.0, 1.0, 1.0), rim * 0.6);

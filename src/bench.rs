@@ -311,6 +311,7 @@ pub fn stress_n(content: &Content, bullets: u32, ticks: u32) -> (BenchResult, f6
             hp: i32::MAX,
             radius: 20.0,
             color: "#ffffff".into(),
+            body: Default::default(),
             behaviour: Behaviour::Stationary,
             speed: 0.0,
             range: 0.0,
@@ -761,6 +762,8 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         flashes: &[],
         bursts: &[],
         flares: &[],
+        telegraphs: &[],
+        time: 0.0,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

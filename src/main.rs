@@ -221,11 +221,22 @@ enum Command {
         #[arg(long, default_value = "icons")]
         out: PathBuf,
     },
-    /// Render a fixed scene offscreen to a PNG (no window needed).
+    /// Render a scene offscreen to a PNG (no window needed), or a place's music to a WAV.
     Render {
-        /// bullets, boss_hud, death, hit, title or settings.
+        /// A fixed scene (bullets, boss_hud, death, hit, title, settings, summary, downed,
+        /// focus, flare, ships, spectate, stopped) or a place: hub, dungeon:ID (on arrival),
+        /// boss:ID:PHASE (PHASE from 1).
+        #[arg(long, required_unless_present = "music", conflicts_with = "music")]
+        scene: Option<String>,
+        /// Write a place's music instead: a dungeon id, "hub" or "title".
         #[arg(long)]
-        scene: String,
+        music: Option<String>,
+        /// With --music: how long, in seconds (1..=600).
+        #[arg(long, default_value_t = 30.0, requires = "music")]
+        seconds: f32,
+        /// With --music: the boss phase layers to add (0 the place's music alone).
+        #[arg(long, default_value_t = 0, requires = "music")]
+        phase: u8,
         #[arg(long)]
         out: PathBuf,
         #[arg(long, default_value_t = 1280)]
@@ -536,7 +547,10 @@ fn main() -> ExitCode {
         }
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         #[cfg(feature = "desktop")]
-        Some(Command::Render { scene, out, width, height }) => render(&scene, &out, (width, height)),
+        Some(Command::Render { music: Some(id), seconds, phase, out, .. }) => render_music(&id, seconds, phase, &out),
+        Some(Command::Render { scene, out, width, height, .. }) => {
+            render(scene.as_deref().unwrap_or_default(), &out, (width, height))
+        }
         #[cfg(feature = "desktop")]
         Some(Command::Icon { out }) => match hailfire::app::icon::write_all(&out) {
             Ok(files) => {
@@ -911,4 +925,46 @@ fn bench(quick: bool, net: bool, render: bool) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(feature = "desktop")]
+fn render_music(id: &str, seconds: f32, phase: u8, out: &std::path::Path) -> ExitCode {
+    let content = hailfire::content::Content::load_default();
+    let defs = &content.defs;
+    let music = match id {
+        "title" => hailfire::app::music::title_music(),
+        "hub" => defs.hub.theme.music.clone(),
+        d => match defs.dungeons.get(d) {
+            Some(g) => g.theme.music.clone(),
+            None => {
+                let known: Vec<&str> = defs.dungeons.keys().map(|k| k.as_str()).collect();
+                eprintln!("hailfire render: no music '{d}' (title, hub, or a dungeon: {})", known.join(", "));
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    if !(1.0..=600.0).contains(&seconds) {
+        eprintln!("hailfire render: --seconds must be 1..=600, not {seconds}");
+        return ExitCode::FAILURE;
+    }
+    let rate = hailfire::app::audio::RATE;
+    let layers = hailfire::app::music::layers_at(phase);
+    let samples = hailfire::app::music::render(&music, layers, seconds, rate);
+    match std::fs::write(out, hailfire::app::music::wav(&samples, rate)) {
+        Ok(()) => {
+            println!(
+                "wrote {} ({seconds} s, {layers} layers, {} bpm, {} {:?}, loudness {:.3} RMS)",
+                out.display(),
+                music.tempo,
+                music.key,
+                music.mode,
+                hailfire::app::music::rms(&samples)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hailfire render: {}: {e}", out.display());
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -306,6 +306,41 @@ fn ring_fan_and_shot_fire_what_they_say() {
 }
 
 #[test]
+fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
+    // An aimed line at the one player, then a circle, then the shot along the line.
+    let (mut inst, defs) = instance_with(
+        "local a = aim('nearest')\ntelegraph{angle = a, length = 500, width = 2, ticks = 20}\nwait(1)\ntelegraph{radius = 40, ticks = 10}\nwait(1)\ntelegraph{aim = 'nearest', x = 10, y = 20}\nwait(1000)\n",
+        1,
+    );
+    inst.players[0].pos = Vec2::new(400.0, 600.0);
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 4);
+    let t: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            SimEvent::Telegraph { telegraph, .. } => Some(*telegraph),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(t.len(), 3, "{t:?}");
+    assert!(!t[0].circle && (t[0].angle - 90.0).abs() < 0.5, "aimed down at the player: {:?}", t[0]);
+    assert_eq!((t[0].length, t[0].width, t[0].ticks), (500.0, 2.0, 20));
+    assert!(t[1].circle && t[1].length == 40.0 && t[1].ticks == 10);
+    assert_eq!((t[2].pos, t[2].length, t[2].ticks), (Vec2::new(10.0, 20.0), 600.0, 30), "the defaults");
+    assert!(spawned(&ev).is_empty(), "a telegraph fires nothing");
+    // Mistakes are errors at their line, with a hint.
+    let d = mod_with_script("wait(1)\ntelegraph{lenght = 300}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "unknown field 'lenght' (did you mean 'length'?)");
+    let d = mod_with_script("wait(1)\n\ntelegraph{radius = 30, length = 300}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "not both");
+    let d = mod_with_script("wait(1)\ntelegraph{ticks = 500}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "'ticks' must be 1..=240");
+    let d = mod_with_script("wait(1)\nfor i = 1, 65 do telegraph{} end\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "more than 64 telegraphs in one tick");
+}
+
+#[test]
 fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
     let (mut inst, defs) = instance_with(
         "task(function() while true do shot{speed = 1} wait(10) end end)\nevery(5, 3, function(i) shot{speed = 2} end)\nwait(100000)\n",
@@ -550,7 +585,7 @@ fn the_modding_guide_documents_exactly_the_emitter_api() {
             f.name
         );
     }
-    for f in spec::SHOT_FIELDS.iter().chain(spec::FAN_FIELDS).chain(spec::RING_FIELDS) {
+    for f in spec::SHOT_FIELDS.iter().chain(spec::FAN_FIELDS).chain(spec::RING_FIELDS).chain(spec::TELEGRAPH_FIELDS) {
         assert!(section.contains(&format!("`{}`", f.name)), "the firing field {} is not documented", f.name);
     }
     assert!(documented.len() >= 15, "the tables were found ({documented:?})");

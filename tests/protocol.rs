@@ -6,6 +6,7 @@ use hailfire::protocol::content::ContentDigest;
 use hailfire::protocol::messages::*;
 use hailfire::protocol::*;
 use hailfire::sim::bullets::Burst;
+use hailfire::sim::script::Telegraph;
 use hailfire::sim::{BulletSpawn, InputFrame, Team, Vec2};
 
 fn hex(b: &[u8]) -> String {
@@ -14,7 +15,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 9, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 10, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -385,6 +386,22 @@ fn round_trips_for_every_message() {
                 WireEvent::Out { player: 4 },
                 WireEvent::Revived { player: 4, by: 3 },
                 WireEvent::Wave { wave: 2 },
+                WireEvent::Telegraph(Telegraph {
+                    pos: Vec2::new(100.5, 20.25),
+                    angle: 90.0,
+                    length: 900.0,
+                    width: 2.0,
+                    ticks: 24,
+                    circle: false,
+                }),
+                WireEvent::Telegraph(Telegraph {
+                    pos: Vec2::new(10.0, 30.0),
+                    angle: 0.0,
+                    length: 60.0,
+                    width: 3.0,
+                    ticks: 30,
+                    circle: true,
+                }),
             ],
         },
     ];
@@ -546,6 +563,14 @@ fn fuzz_corpus_matches_the_encoders() {
                 WireEvent::Out { player: 2 },
                 WireEvent::Revived { player: 2, by: 1 },
                 WireEvent::Wave { wave: 1 },
+                WireEvent::Telegraph(Telegraph {
+                    pos: Vec2::new(300.0, 100.0),
+                    angle: 45.0,
+                    length: 600.0,
+                    width: 3.0,
+                    ticks: 30,
+                    circle: false,
+                }),
             ],
         }
         .encode(),
@@ -701,10 +726,33 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
     assert!(validate(&bad).unwrap_err().contains("theme: speed"));
     // An unknown backdrop number does not decode.
     let mut bytes = encode(&defs);
-    let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 4 - 4 - 3 - 3 - 1;
+    // Backwards from the end: the ships, the music (f32, 3 x u8, u32), speed, scale, two
+    // colours, the backdrop.
+    let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 11 - 4 - 4 - 3 - 3 - 1;
     assert_eq!(bytes[hub_theme_at], hailfire::sim::defs::Backdrop::Runes.code());
     bytes[hub_theme_at] = 9;
     assert!(decode(&bytes).is_err());
+    // Bodies, difficulty and music travel too (format 4), and hostile ones are refused.
+    assert!(back.enemies.iter().any(|e| e.body.shape != hailfire::sim::defs::BodyShape::Orb));
+    assert!(back.dungeons.iter().all(|d| (1..=5).contains(&d.difficulty)));
+    assert_ne!(back.dungeons[0].theme.music, back.hub.theme.music);
+    let mut bad = defs.clone();
+    bad.enemies[0].body.parts = 200;
+    assert!(validate(&decode(&encode(&bad)).unwrap()).unwrap_err().contains("body: parts"));
+    let mut bad = defs.clone();
+    bad.bosses[0].body.spin = f32::INFINITY;
+    assert!(validate(&decode(&encode(&bad)).unwrap()).unwrap_err().contains("body: spin"));
+    let mut bad = defs.clone();
+    bad.dungeons[0].difficulty = 9;
+    assert!(validate(&decode(&encode(&bad)).unwrap()).unwrap_err().contains("difficulty 9"));
+    let mut bad = defs.clone();
+    bad.hub.theme.music.tempo = f32::NAN;
+    assert!(validate(&decode(&encode(&bad)).unwrap()).unwrap_err().contains("music: tempo"));
+    let mut bytes = encode(&defs);
+    let key_at = bytes.len() - 1 - encode_ships_len(&defs) - 4 - 1 - 1 - 1;
+    assert_eq!(bytes[key_at], hailfire::sim::defs::note_semitone(&defs.hub.theme.music.key).unwrap());
+    bytes[key_at] = 12;
+    assert!(decode(&bytes).is_err(), "a key past B");
 }
 
 /// Bytes the ships take at the end of the content (after the hub's theme).
@@ -714,4 +762,24 @@ fn encode_ships_len(d: &hailfire::sim::ClientDefs) -> usize {
         n += 1 + s.id.len() + 1 + s.name.len() + 1 + 3;
     }
     n - 1
+}
+
+#[test]
+fn a_telegraph_beyond_its_limits_is_refused() {
+    let t = Telegraph { pos: Vec2::new(8.0, 16.0), angle: 180.0, length: 300.0, width: 4.0, ticks: 20, circle: false };
+    let m = ServerMsg::Events { tick: 5, events: vec![WireEvent::Telegraph(t)] };
+    let b = m.encode();
+    assert_eq!(ServerMsg::decode(&b).unwrap(), m);
+    // The last three bytes: width, ticks, kind.
+    let n = b.len();
+    assert_eq!(&b[n - 3..], &[4, 20, 0]);
+    for (at, v, why) in [(n - 1, 2u8, "an unknown kind"), (n - 2, 0, "no ticks"), (n - 2, 241, "past 240 ticks")] {
+        let mut bad = b.clone();
+        bad[at] = v;
+        assert!(ServerMsg::decode(&bad).is_err(), "{why} was accepted");
+    }
+    // Lengths past the limit cannot be written (the encoder clamps) nor read.
+    let mut bad = b.clone();
+    bad[n - 5..n - 3].copy_from_slice(&5000u16.to_le_bytes());
+    assert!(ServerMsg::decode(&bad).is_err(), "a 5000 px line was accepted");
 }

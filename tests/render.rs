@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use hailfire::app::render::{read_png, write_png, Gpu};
-use hailfire::app::scenes::{render_scene, SCENES};
+use hailfire::app::scenes::{place_scenes, render_scene, SCENES};
 use hailfire::content::{self, ModRoot};
 
 const SIZE: (u32, u32) = (640, 360);
@@ -26,9 +26,14 @@ fn golden_scenes_match() {
     let gpu = Gpu::headless().expect("a GPU adapter: install mesa-vulkan-drivers (lavapipe) to run this test");
     let bless = std::env::var("HAILFIRE_BLESS").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
-    for scene in SCENES {
+    // Every fixed scene, and every place of the base game: the hub, each dungeon on
+    // arrival and each boss in each phase.
+    let places = place_scenes(&c);
+    assert!(places.len() >= 8, "the base game's places: {places:?}");
+    for scene in SCENES.iter().map(|s| s.to_string()).chain(places) {
+        let scene = scene.as_str();
         let actual = render_scene(&gpu, &c, scene, SIZE).unwrap();
-        let golden = root().join("tests/golden").join(format!("{scene}.png"));
+        let golden = root().join("tests/golden").join(format!("{}.png", scene.replace(':', "_")));
         if bless {
             write_png(&golden, SIZE, &actual).unwrap();
             continue;

@@ -147,6 +147,8 @@ impl Attract {
             flashes: &[],
             bursts: &[],
             flares: &[],
+            telegraphs: &[],
+            time,
         };
         scene::build(&view, &self.palette, out);
         // Behind the menus: darker, without the white-hot cores.
@@ -154,7 +156,9 @@ impl Attract {
             for c in s.color.iter_mut().take(3) {
                 *c *= 0.4;
             }
-            s.params[2] *= 0.25;
+            if s.params[0] <= scene::SH_RING {
+                s.params[2] *= 0.25;
+            }
         }
         Some(Camera::fit(i.arena, screen, time))
     }

@@ -9,6 +9,9 @@ use kira::sound::static_sound::{StaticSoundData, StaticSoundHandle, StaticSoundS
 use kira::track::{TrackBuilder, TrackHandle};
 use kira::{AudioManager, AudioManagerSettings, Decibels, DefaultBackend, Frame, Tween};
 
+use super::music;
+use crate::sim::defs::MusicDef;
+
 pub const RATE: u32 = 44_100;
 
 /// Linear 0..1 to decibels (silence below -60 dB).
@@ -92,6 +95,21 @@ pub fn synth_effect(name: &str) -> Vec<Frame> {
                 (noise(&mut s) * 0.5 * (1.0 - t).max(0.0) + chord * 0.25) * 0.3 * env(t, 0.01, 0.35)
             })
         }
+        // A graze: a soft, short, high tick (it comes often: quiet, and rate-limited).
+        "graze" => frames(0.05, |t| (TAU * 2600.0 * t).sin() * 0.06 * env(t, 0.001, 0.012)),
+        // Downed: a falling two-note fall and a low thud.
+        "downed" => frames(0.7, |t| {
+            let f = if t < 0.2 { 392.0 } else { 261.63 };
+            (TAU * f * t).sin() * 0.2 * env(t % 0.2, 0.005, 0.18) + (TAU * 70.0 * t).sin() * 0.25 * env(t, 0.002, 0.12)
+        }),
+        // A run lost: three notes down, slow.
+        "run_lost" => frames(1.6, |t| {
+            let notes = [392.0, 311.13, 261.63];
+            let k = ((t / 0.35) as usize).min(2);
+            let lt = t - k as f32 * 0.35;
+            let tri = 2.0 * (2.0 * ((notes[k] * t) % 1.0) - 1.0).abs() - 1.0;
+            tri * 0.2 * env(lt, 0.01, if k == 2 { 0.6 } else { 0.3 })
+        }),
         // Revived: two rising notes.
         "revive" => frames(0.5, |t| {
             let f = if t < 0.18 { 523.25 } else { 783.99 };
@@ -103,31 +121,6 @@ pub fn synth_effect(name: &str) -> Vec<Frame> {
             frames(0.12, move |t| (noise(&mut s) * 0.4 + (TAU * 180.0 * t).sin() * 0.6) * 0.16 * env(t, 0.002, 0.03))
         }
     }
-}
-
-/// A loop of music: soft arpeggios over a bass pulse. `boss` is faster and minor.
-pub fn synth_music(boss: bool) -> Vec<Frame> {
-    let (bpm, scale, bars): (f32, [f32; 5], usize) = if boss {
-        (140.0, [220.0, 261.63, 293.66, 329.63, 392.0], 4)
-    } else {
-        (96.0, [261.63, 293.66, 329.63, 392.0, 440.0], 4)
-    };
-    let beat = 60.0 / bpm / 2.0;
-    let steps = bars * 8;
-    let pattern = [0usize, 2, 4, 2, 1, 3, 4, 3];
-    let total = steps as f32 * beat;
-    frames(total, move |t| {
-        let k = ((t / beat) as usize).min(steps - 1);
-        let lt = t - k as f32 * beat;
-        let bar = k / 8;
-        let root = [1.0, 0.8909, 0.75, 0.8409][bar % 4];
-        let f = scale[pattern[k % 8]] * root;
-        let tri = 2.0 * (2.0 * ((f * t) % 1.0) - 1.0).abs() - 1.0;
-        let lead = tri * 0.12 * env(lt, 0.01, beat * 0.8);
-        let bass_f = scale[0] * root / 2.0;
-        let bass = (TAU * bass_f * t).sin() * if boss { 0.16 * env(lt, 0.005, 0.08) } else { 0.09 };
-        lead + bass
-    })
 }
 
 struct Real {
@@ -145,9 +138,12 @@ enum Backend {
 pub struct Audio {
     backend: Backend,
     effects: Vec<(String, StaticSoundData)>,
-    hub_music: StaticSoundData,
-    boss_music: StaticSoundData,
-    playing: Option<(bool, StaticSoundHandle)>,
+    /// The music playing: its theme, one handle per layer, how many layers are heard.
+    playing: Option<(MusicDef, Vec<StaticSoundHandle>, usize)>,
+    /// A theme's layers being made on another thread (a second or so).
+    pending: Option<(MusicDef, std::sync::mpsc::Receiver<Vec<StaticSoundData>>)>,
+    /// When each effect last played (graze is rate-limited).
+    last_played: std::collections::HashMap<String, std::time::Instant>,
     /// Why the game is muted, shown once.
     pub muted_reason: Option<String>,
 }
@@ -169,11 +165,12 @@ impl Audio {
             "cleared",
             "flare",
             "revive",
+            "graze",
+            "downed",
+            "run_lost",
             "enemy",
         ];
         let effects = names.iter().map(|n| (n.to_string(), data(synth_effect(n)))).collect();
-        let hub_music = data(synth_music(false)).loop_region(..);
-        let boss_music = data(synth_music(true)).loop_region(..);
         let (backend, muted_reason) = match Self::open(master, sfx, music) {
             Ok(b) => (b, None),
             Err(why) => {
@@ -181,7 +178,14 @@ impl Audio {
                 (Backend::Muted, Some(why))
             }
         };
-        Audio { backend, effects, hub_music, boss_music, playing: None, muted_reason }
+        Audio {
+            backend,
+            effects,
+            playing: None,
+            pending: None,
+            last_played: std::collections::HashMap::new(),
+            muted_reason,
+        }
     }
 
     fn open(master: f32, sfx: f32, music: f32) -> Result<Backend, String> {
@@ -205,6 +209,16 @@ impl Audio {
         }
     }
 
+    /// Plays an effect at most once every `gap` (a graze can come every tick).
+    pub fn play_limited(&mut self, name: &str, gap: std::time::Duration) {
+        let now = std::time::Instant::now();
+        if self.last_played.get(name).is_some_and(|t| now.duration_since(*t) < gap) {
+            return;
+        }
+        self.last_played.insert(name.to_string(), now);
+        self.play(name);
+    }
+
     /// Plays an effect by name (unknown names get the generic enemy sound).
     pub fn play(&mut self, name: &str) {
         let Backend::Real(r) = &mut self.backend else { return };
@@ -215,19 +229,77 @@ impl Audio {
         }
     }
 
-    /// Switches the music (hub or boss); `None` stops it.
-    pub fn music(&mut self, boss: Option<bool>) {
-        if self.playing.as_ref().map(|(b, _)| *b) == boss {
+    /// How many layers of music are heard now (None: no music plays).
+    pub fn music_layers(&self) -> Option<usize> {
+        self.playing.as_ref().map(|(_, _, n)| *n)
+    }
+
+    /// Plays the music of a place with the layers of boss phase `phase` (0: no boss;
+    /// see `music::layers_at`); `None` stops it. A new theme is made on another thread and
+    /// starts when ready; the same theme with other layers fades them in or out.
+    pub fn music(&mut self, want: Option<(&MusicDef, u8)>) {
+        let Some((m, phase)) = want else {
+            self.pending = None;
+            if let Some((_, mut hs, _)) = self.playing.take() {
+                for h in hs.iter_mut() {
+                    h.stop(Tween::default());
+                }
+            }
             return;
+        };
+        let Backend::Real(r) = &mut self.backend else { return };
+        let layers = music::layers_at(phase);
+        if let Some((now, hs, heard)) = &mut self.playing {
+            if now == m {
+                if *heard != layers {
+                    let fade = Tween { duration: std::time::Duration::from_millis(1500), ..Default::default() };
+                    for (k, h) in hs.iter_mut().enumerate() {
+                        h.set_volume(if k < layers { Decibels::IDENTITY } else { Decibels::SILENCE }, fade);
+                    }
+                    *heard = layers;
+                }
+                return;
+            }
         }
-        if let Some((_, mut h)) = self.playing.take() {
-            h.stop(Tween::default());
-        }
-        let Some(boss) = boss else { return };
-        if let Backend::Real(r) = &mut self.backend {
-            let d = if boss { self.boss_music.clone() } else { self.hub_music.clone() };
-            if let Ok(h) = r.music.play(d) {
-                self.playing = Some((boss, h));
+        match &self.pending {
+            Some((p, rx)) if p == m => {
+                let Ok(stems) = rx.try_recv() else { return };
+                self.pending = None;
+                if let Some((_, mut hs, _)) = self.playing.take() {
+                    let out = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
+                    for h in hs.iter_mut() {
+                        h.stop(out);
+                    }
+                }
+                let fade_in = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
+                let mut hs = Vec::new();
+                for (k, s) in stems.into_iter().enumerate() {
+                    let v = if k < layers { Decibels::IDENTITY } else { Decibels::SILENCE };
+                    if let Ok(mut h) = r.music.play(s.volume(v).fade_in_tween(fade_in)) {
+                        h.set_volume(v, Tween::default());
+                        hs.push(h);
+                    }
+                }
+                self.playing = Some((m.clone(), hs, layers));
+            }
+            _ => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let theme = m.clone();
+                let spawned = std::thread::Builder::new().name("music".into()).spawn(move || {
+                    let stems: Vec<StaticSoundData> = (0..music::LAYERS)
+                        .map(|l| {
+                            let frames: Vec<Frame> = music::stem(&theme, l, RATE)
+                                .into_iter()
+                                .map(|[left, right]| Frame { left, right })
+                                .collect();
+                            data(frames).loop_region(..)
+                        })
+                        .collect();
+                    let _ = tx.send(stems);
+                });
+                if spawned.is_ok() {
+                    self.pending = Some((m.clone(), rx));
+                }
             }
         }
     }

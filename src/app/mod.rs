@@ -5,6 +5,7 @@ pub mod attract;
 pub mod audio;
 pub mod icon;
 pub mod input;
+pub mod music;
 pub mod preview;
 pub mod preview_window;
 pub mod profile;

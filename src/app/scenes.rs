@@ -10,10 +10,196 @@ use crate::protocol::messages::{SnapBoss, SnapEnemy, SnapPlayer, F_DEAD, F_SPAWN
 use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
+/// Fixed scenes; besides them, [`place_scenes`] (`hub`, `dungeon:ID`, `boss:ID:PHASE`).
 pub const SCENES: [&str; 13] = [
     "bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare", "ships",
     "spectate", "stopped",
 ];
+
+/// Every place scene of the loaded content: `hub`, `dungeon:ID` for each dungeon and
+/// `boss:ID:PHASE` for each boss phase (from 1).
+pub fn place_scenes(content: &Content) -> Vec<String> {
+    let mut out = vec!["hub".to_string()];
+    out.extend(content.defs.dungeons.keys().map(|d| format!("dungeon:{d}")));
+    for (id, b) in &content.defs.bosses {
+        out.extend((1..=b.phases.len()).map(|p| format!("boss:{id}:{p}")));
+    }
+    out
+}
+
+/// A place as a player sees it: the hub (four players, the own ship in a portal), a
+/// dungeon on arrival (its first wave four seconds in), or a boss in a phase (the phase
+/// held, three seconds in). Real simulation, scripted players, deterministic.
+fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
+    let defs = content.defs.clone();
+    let mut w = World::new(defs.clone(), content.script_factory(), 11);
+    let parts: Vec<&str> = name.split(':').collect();
+    let players: u32 = if parts[0] == "hub" { 4 } else { 2 };
+    for id in 1..=players {
+        w.add_player(id, &format!("player{id}"));
+    }
+    let (dungeon, phase) = match parts.as_slice() {
+        ["hub"] => (None, None),
+        ["dungeon", d] if defs.dungeons.contains_key(*d) => (Some(d.to_string()), None),
+        ["boss", b, p] if defs.bosses.contains_key(*b) => {
+            let n = defs.bosses[*b].phases.len();
+            let p: usize = p
+                .parse()
+                .ok()
+                .filter(|p| (1..=n).contains(p))
+                .ok_or_else(|| anyhow::anyhow!("boss '{b}' has phases 1..={n}, not '{p}'"))?;
+            let d = defs.dungeons.iter().find(|(_, d)| d.boss == *b).map(|(id, _)| id.clone());
+            let d = d.ok_or_else(|| anyhow::anyhow!("no dungeon has the boss '{b}'"))?;
+            (Some(d), Some((b.to_string(), p - 1)))
+        }
+        _ => {
+            let places = place_scenes(content).join(", ");
+            bail!("no scene '{name}' (places here: {places})")
+        }
+    };
+    if let Some(d) = &dungeon {
+        for id in 1..=players {
+            w.enter_dungeon(id, d);
+        }
+    }
+    let inst = w.instance_of(1).expect("every player is somewhere");
+    if let Some((_, p)) = &phase {
+        let mut ev = Vec::new();
+        let t = w.tick;
+        let i = w.instances.get_mut(&inst).expect("instance");
+        i.start_boss(&defs, t, &mut ev);
+        let hold = crate::content::validate::phase_hold(&defs.bosses[&i.boss.as_ref().expect("boss").def].phases, *p);
+        i.force_boss_hp(&defs, hold, &mut ev);
+    }
+    let ticks = match (&dungeon, &phase) {
+        (None, _) => 90,
+        (Some(_), None) => 240,
+        (Some(_), Some(_)) => 180,
+    };
+    let mut telegraphs: Vec<(crate::sim::script::Telegraph, u32)> = Vec::new();
+    for k in 0..ticks {
+        for id in 1..=players {
+            let a = k as f32 * 0.025 + id as f32 * 1.9;
+            let mv = Vec2::new(a.sin(), a.cos() * 0.3) * if dungeon.is_some() { 1.0 } else { 0.4 };
+            let _ = w.queue_input(id, InputFrame { tick: w.tick + 1, mv, aim: -90.0, buttons: 1 });
+        }
+        if let Some(i) = w.instances.get_mut(&inst) {
+            for p in i.players.iter_mut() {
+                p.hp = p.hp.max(60);
+            }
+            if let (Some((b, p)), true) = (&phase, k % 30 == 0) {
+                let hold = crate::content::validate::phase_hold(&defs.bosses[b].phases, *p);
+                i.force_boss_hp(&defs, hold, &mut Vec::new());
+            }
+        }
+        let tick = w.tick + 1;
+        telegraphs.retain(|(g, at)| tick < at + g.ticks as u32);
+        for e in w.step() {
+            if let crate::sim::SimEvent::Telegraph { instance, telegraph } = e {
+                if *instance == inst {
+                    telegraphs.push((*telegraph, tick));
+                }
+            }
+        }
+    }
+    let now = w.tick;
+    let mut f = fixture_of(&w, inst, false);
+    f.telegraphs = telegraphs.iter().map(|(g, at)| (*g, (now - at) as f32 / g.ticks.max(1) as f32)).collect();
+    let looks = crate::sim::ClientDefs::from_defs(&defs);
+    let mut hud = HudState {
+        hp: 100,
+        max_hp: 100,
+        in_dungeon: dungeon.is_some(),
+        leave_key: "F / B".into(),
+        interact_key: "E / A".into(),
+        roster: (1..=players).map(|id| (format!("player{id}"), id == 1, true)).collect(),
+        ..Default::default()
+    };
+    match &dungeon {
+        None => {
+            // The own ship stands in the first portal: its prompt shows. (Labels are
+            // placed on screen when the scene is drawn.)
+            if let (Some(own), Some(first)) = (f.players.iter_mut().find(|p| p.id == 1), looks.dungeons.first()) {
+                own.pos = Vec2::new(first.portal[0], first.portal[1] + 6.0);
+            }
+            f.portals = looks
+                .dungeons
+                .iter()
+                .map(|d| (d.id.clone(), Vec2::new(d.portal[0], d.portal[1]), d.theme.clone()))
+                .collect();
+            hud.place = "Hub".into();
+            hud.portals = looks
+                .dungeons
+                .iter()
+                .enumerate()
+                .map(|(k, d)| crate::app::ui::hud::PortalLabel {
+                    text: crate::app::session::portal_label(&d.name, None, None),
+                    at: egui::pos2(d.portal[0], d.portal[1]),
+                    near: k == 0,
+                    difficulty: d.difficulty,
+                })
+                .collect();
+            f.theme = defs.hub.theme.clone();
+        }
+        Some(d) => {
+            hud.place = defs.dungeons[d].name.clone();
+            f.theme = defs.dungeons[d].theme.clone();
+            if let Some(b) = w.instances[&inst].boss.as_ref() {
+                let bd = &defs.bosses[&b.def];
+                hud.boss = Some((bd.name.clone(), bd.phases[b.phase].name.clone(), b.hp as f32 / b.max_hp as f32));
+            }
+        }
+    }
+    f.hud = Some(hud);
+    Ok(f)
+}
+
+/// The fixture of instance `inst` of a world as its players see it (with `dead`, player 1
+/// is dead).
+fn fixture_of(w: &World, inst: crate::sim::InstanceId, dead: bool) -> Fixture {
+    let defs = &w.defs;
+    let i = &w.instances[&inst];
+    let enemy_index: Vec<&String> = defs.enemies.keys().collect();
+    let players = i
+        .players
+        .iter()
+        .map(|p| {
+            let mut f = if p.grace > 0 { F_SPAWN_GRACE } else { 0 };
+            if dead && p.id == 1 {
+                f |= F_DEAD;
+            }
+            SnapPlayer { id: p.id, pos: p.pos, hp: p.hp.clamp(0, 255) as u8, flags: f, escape: 0, aim: 192 }
+        })
+        .collect();
+    let enemies = i
+        .enemies
+        .iter()
+        .map(|e| SnapEnemy {
+            id: e.id,
+            def: enemy_index.iter().position(|k| **k == e.def).unwrap_or(0) as u16,
+            pos: e.pos,
+            hp: e.hp.max(0) as u32,
+        })
+        .collect();
+    let boss = i.boss.as_ref().map(|b| SnapBoss {
+        def: defs.bosses.keys().position(|k| *k == b.def).unwrap_or(0) as u16,
+        pos: b.pos,
+        hp: b.hp as u32,
+        max_hp: b.max_hp as u32,
+        phase: b.phase as u8,
+    });
+    Fixture {
+        arena: i.arena,
+        theme: i.dungeon().and_then(|d| defs.dungeons.get(d)).map(|d| d.theme.clone()).unwrap_or_default(),
+        bullets: i.bullets.clone(),
+        players,
+        enemies,
+        boss,
+        hud: None,
+        telegraphs: Vec::new(),
+        portals: Vec::new(),
+    }
+}
 
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
@@ -43,6 +229,10 @@ struct Fixture {
     enemies: Vec<SnapEnemy>,
     boss: Option<SnapBoss>,
     hud: Option<HudState>,
+    /// Telegraphs showing, and how far through each is.
+    telegraphs: Vec<(crate::sim::script::Telegraph, f32)>,
+    /// Hub portals (their labels are in the HUD, at world positions until drawn).
+    portals: Vec<(String, Vec2, crate::sim::defs::ThemeDef)>,
 }
 
 fn player(id: u32, pos: Vec2, flags: u8) -> SnapPlayer {
@@ -83,6 +273,8 @@ fn bullet_field(content: &Content) -> Fixture {
         enemies: vec![],
         boss: None,
         hud: None,
+        telegraphs: Vec::new(),
+        portals: Vec::new(),
     }
 }
 
@@ -113,30 +305,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         w.step();
     }
     let i = &w.instances[&inst];
-    let enemy_index: Vec<&String> = defs.enemies.keys().collect();
-    let players = i
-        .players
-        .iter()
-        .map(|p| {
-            let mut f = if p.grace > 0 { F_SPAWN_GRACE } else { 0 };
-            if dead && p.id == 1 {
-                f |= F_DEAD;
-            }
-            SnapPlayer { id: p.id, pos: p.pos, hp: p.hp.clamp(0, 255) as u8, flags: f, escape: 0, aim: 192 }
-        })
-        .collect();
-    let enemies = i
-        .enemies
-        .iter()
-        .map(|e| SnapEnemy {
-            id: e.id,
-            def: enemy_index.iter().position(|k| **k == e.def).unwrap_or(0) as u16,
-            pos: e.pos,
-            hp: e.hp.max(0) as u32,
-        })
-        .collect();
     let b = i.boss.as_ref().expect("boss");
-    let boss_def = defs.bosses.keys().position(|k| *k == b.def).unwrap_or(0) as u16;
     let bd = &defs.bosses[&b.def];
     let hud = HudState {
         hp: if dead { 0 } else { 70 },
@@ -171,21 +340,9 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         run: None,
         summary: None,
     };
-    Fixture {
-        arena: i.arena,
-        theme: content.defs.dungeons.get("warden_keep").map(|d| d.theme.clone()).unwrap_or_default(),
-        bullets: i.bullets.clone(),
-        players,
-        enemies,
-        boss: Some(SnapBoss {
-            def: boss_def,
-            pos: b.pos,
-            hp: b.hp as u32,
-            max_hp: b.max_hp as u32,
-            phase: b.phase as u8,
-        }),
-        hud: Some(hud),
-    }
+    let mut f = fixture_of(&w, inst, dead);
+    f.hud = Some(hud);
+    f
 }
 
 /// The game's rules on screen, in the Warden's fight: "summary" (a cleared run's summary
@@ -359,7 +516,10 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         "boss_hud" => boss_fight(content, false),
         "death" | "hit" => boss_fight(content, name == "death"),
         "summary" | "downed" | "focus" | "flare" | "spectate" | "stopped" => run_scene(content, name),
-        other => bail!("no scene '{other}' (scenes: {})", SCENES.join(", ")),
+        other if other == "hub" || other.starts_with("dungeon:") || other.starts_with("boss:") => {
+            place(content, other)?
+        }
+        other => bail!("no scene '{other}' (scenes: {}, hub, dungeon:ID, boss:ID:PHASE)", SCENES.join(", ")),
     };
     let looks = crate::sim::ClientDefs::from_defs(&content.defs);
     let palette = scene::Palette::new(&looks);
@@ -406,15 +566,24 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         enemy_radius: &enemy_r,
         boss: f.boss,
         boss_radius: &boss_r,
-        portals: &[],
+        portals: &f.portals,
         portal_radius: looks.hub.portal_radius,
         flashes: &flashes,
         bursts: &bursts,
         flares: &flares,
+        telegraphs: &f.telegraphs,
+        time: 0.0,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);
     let cam = Camera::fit(f.arena, size, 0.0);
+    // Portal labels go over their portals on this screen.
+    if let Some(h) = f.hud.as_mut() {
+        for l in h.portals.iter_mut() {
+            let s = cam.world_to_screen(Vec2::new(l.at.x, l.at.y));
+            l.at = egui::pos2(s.x, s.y);
+        }
+    }
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let mut ui = f.hud.as_ref().map(|h| {
         let ctx = egui::Context::default();

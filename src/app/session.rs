@@ -38,6 +38,11 @@ pub struct Session {
     pub banner: Option<(String, Instant)>,
     /// Flares going off (where, when), drawn as an expanding ring.
     pub flares_seen: Vec<(Vec2, Instant)>,
+    /// Grazes counted when last heard, and who was downed (for their sounds).
+    grazes_heard: u32,
+    downed_heard: Vec<u32>,
+    /// Scripts' warnings before attacks (what, when it came).
+    telegraphs: Vec<(crate::sim::script::Telegraph, Instant)>,
     /// Personal bests and stars (the data folder's profile.toml).
     pub profile: crate::app::profile::Profile,
     /// Whether the remembered ship was asked for since joining.
@@ -77,6 +82,25 @@ pub struct Session {
 
 /// How long the screen shakes after a hit, and how far (world px).
 const SHAKE_SECONDS: f32 = 0.25;
+/// What a hub portal says: the place, the player's stars there, and this server's record.
+pub fn portal_label(
+    name: &str,
+    best: Option<&crate::app::profile::Best>,
+    record: Option<&crate::protocol::messages::ServerRecord>,
+) -> String {
+    let mut label = name.to_string();
+    if let Some(b) = best {
+        label = format!("{label} · {}", b.stars_text());
+    }
+    if let Some(r) = record {
+        let secs = r.best_time_cs as f32 / 100.0;
+        label = format!("{label}\nrecord {}:{:04.1} · best score {}", (secs / 60.0) as u32, secs % 60.0, r.best_score);
+    }
+    label
+}
+
+/// Most telegraphs drawn at once.
+const MAX_TELEGRAPHS_SHOWN: usize = 256;
 const SHAKE_PX: f32 = 5.0;
 /// How long a damage number rises; hits on one target closer together than `DAMAGE_MERGE`
 /// add up in one number.
@@ -129,6 +153,9 @@ impl Session {
             fire_cd: 0,
             banner: None,
             flares_seen: Vec::new(),
+            telegraphs: Vec::new(),
+            grazes_heard: 0,
+            downed_heard: Vec::new(),
             ship_sent: false,
             profile: crate::app::profile::Profile::default_path()
                 .map(|p| crate::app::profile::Profile::load(&p))
@@ -363,6 +390,7 @@ impl Session {
             match e {
                 ClientEvent::Entered { dungeon } => {
                     audio.play("portal");
+                    self.telegraphs.clear();
                     if dungeon.is_empty() {
                         self.returning = false;
                         if !self.arrived_hub {
@@ -395,6 +423,13 @@ impl Session {
                     self.banner = Some(("Dungeon cleared!".into(), Instant::now()));
                 }
                 ClientEvent::Sfx { name, .. } => audio.play(&name),
+                ClientEvent::Telegraph(t) => {
+                    // A hostile server could send many: the oldest go first.
+                    if self.telegraphs.len() >= MAX_TELEGRAPHS_SHOWN {
+                        self.telegraphs.remove(0);
+                    }
+                    self.telegraphs.push((t, Instant::now()));
+                }
                 ClientEvent::Flare { pos, .. } => {
                     audio.play("flare");
                     self.flares_seen.push((pos, Instant::now()));
@@ -413,7 +448,12 @@ impl Session {
                     self.banner = Some((format!("Wave {wave} cleared: +25 HP, +1 flare"), Instant::now()));
                 }
                 ClientEvent::RunEnded => {
-                    audio.play("cleared");
+                    let won = self
+                        .client
+                        .summary
+                        .as_ref()
+                        .is_some_and(|s| s.outcome == crate::sim::events::RunOutcome::Cleared);
+                    audio.play(if won { "cleared" } else { "run_lost" });
                     // Only runs of a dungeon this server has count (a hostile server cannot
                     // fill the profile with made-up ones).
                     let known = |d: &str| self.client.defs().is_some_and(|defs| defs.dungeon(d).is_some());
@@ -429,6 +469,23 @@ impl Session {
             }
         }
         self.track_damage(&killed);
+        // A graze: a quiet tick, at most ten a second.
+        if self.client.run.grazes > self.grazes_heard {
+            audio.play_limited("graze", std::time::Duration::from_millis(100));
+        }
+        self.grazes_heard = self.client.run.grazes;
+        // Someone downed (the own ship or a teammate).
+        let downed: Vec<u32> = self
+            .client
+            .view
+            .as_ref()
+            .and_then(|v| v.latest())
+            .map(|s| s.players.iter().filter(|p| p.flags & F_DOWNED != 0).map(|p| p.id).collect())
+            .unwrap_or_default();
+        if downed.iter().any(|id| !self.downed_heard.contains(id)) {
+            audio.play("downed");
+        }
+        self.downed_heard = downed;
         let own = self.client.own_state();
         let dead = own.is_some_and(|o| o.flags & F_DEAD != 0);
         match (dead, self.dead_since) {
@@ -455,8 +512,18 @@ impl Session {
             println!("hailfire: here: {}", roster.join(", "));
             self.last_roster = roster;
         }
-        let boss = self.client.view.as_ref().and_then(|v| v.latest()).is_some_and(|s| s.boss.is_some());
-        audio.music(Some(boss));
+        // The place's music, a layer more for each boss phase.
+        let theme = self.client.defs().and_then(|defs| {
+            let v = self.client.view.as_ref()?;
+            let music = if v.dungeon.is_empty() {
+                defs.hub.theme.music.clone()
+            } else {
+                defs.dungeon(&v.dungeon)?.theme.music.clone()
+            };
+            let phase = v.latest().and_then(|s| s.boss).map_or(0, |b| b.phase.saturating_add(1));
+            Some((music, phase))
+        });
+        audio.music(theme.as_ref().map(|(m, p)| (m, *p)));
     }
 
     /// The content's ships as the menu offers them: unlocked by the stars this player has
@@ -520,13 +587,8 @@ impl Session {
         let snap = self.client.interpolated()?;
         let enemy_r: Vec<f32> = defs.enemies.iter().map(|e| e.radius).collect();
         let boss_r: Vec<f32> = defs.bosses.iter().map(|b| b.radius).collect();
-        let portals: Vec<(String, Vec2, [f32; 4])> = if v.dungeon.is_empty() {
-            use crate::app::render::scene::{lighten, rgb_color};
-            let accent = |d: &str| {
-                let t = defs.dungeon(d).map(|g| g.theme.accent.clone()).unwrap_or_default();
-                lighten(rgb_color(crate::sim::client_defs::parse_color(&t)), 0.35)
-            };
-            defs.portals().into_iter().map(|(d, p)| (d.clone(), Vec2::new(p[0], p[1]), accent(&d))).collect()
+        let portals: Vec<(String, Vec2, crate::sim::defs::ThemeDef)> = if v.dungeon.is_empty() {
+            defs.dungeons.iter().map(|d| (d.id.clone(), Vec2::new(d.portal[0], d.portal[1]), d.theme.clone())).collect()
         } else {
             Vec::new()
         };
@@ -540,6 +602,10 @@ impl Session {
         self.flares_seen.retain(|(_, t)| t.elapsed().as_secs_f32() < 0.6);
         let flares: Vec<(Vec2, f32)> =
             self.flares_seen.iter().map(|(p, t)| (*p, t.elapsed().as_secs_f32() / 0.6)).collect();
+        let tick_s = 1.0 / crate::sim::TICK_RATE as f32;
+        self.telegraphs.retain(|(g, t)| t.elapsed().as_secs_f32() < g.ticks as f32 * tick_s);
+        let telegraphs: Vec<(crate::sim::script::Telegraph, f32)> =
+            self.telegraphs.iter().map(|(g, t)| (*g, t.elapsed().as_secs_f32() / (g.ticks as f32 * tick_s))).collect();
         let bursts: Vec<crate::app::render::scene::DeathBurst> = self
             .bursts
             .iter()
@@ -572,6 +638,8 @@ impl Session {
             flashes: &flashes,
             bursts: &bursts,
             flares: &flares,
+            telegraphs: &telegraphs,
+            time,
         };
         scene::build(&view, palette, out);
         scene::apply_look(out, look.low_effects, look.bullet_outline);
@@ -632,20 +700,13 @@ impl Session {
                     let at = Vec2::new(p[0], p[1]);
                     let s = cam.world_to_screen(at) * (1.0 / ppp);
                     let near = me.is_some_and(|m| m.distance(at) <= defs.hub.portal_radius);
-                    let mut label = defs.place_name(&d);
-                    if let Some(b) = self.profile.dungeons.get(&d) {
-                        label = format!("{label} · {}", b.stars_text());
-                    }
-                    if let Some(r) = c.records.iter().find(|r| r.dungeon == d) {
-                        let secs = r.best_time_cs as f32 / 100.0;
-                        label = format!(
-                            "{label}\nrecord {}:{:04.1} · best score {}",
-                            (secs / 60.0) as u32,
-                            secs % 60.0,
-                            r.best_score
-                        );
-                    }
-                    (label, egui::pos2(s.x, s.y), near)
+                    let label = portal_label(
+                        &defs.place_name(&d),
+                        self.profile.dungeons.get(&d),
+                        c.records.iter().find(|r| r.dungeon == d),
+                    );
+                    let difficulty = defs.dungeon(&d).map_or(0, |g| g.difficulty);
+                    crate::app::ui::hud::PortalLabel { text: label, at: egui::pos2(s.x, s.y), near, difficulty }
                 })
                 .collect(),
             _ => Vec::new(),

@@ -57,6 +57,8 @@ pub struct App {
     /// The title screen's live background: None until built, Some(None) when the content
     /// has no fight to show (not tried again until the mods change).
     attract: Option<Option<super::attract::Attract>>,
+    /// The title screen's music.
+    title_music: crate::sim::defs::MusicDef,
     /// The window size last asked for from the settings (not the player's own resizing).
     applied_size: [u32; 2],
     /// Ticks since start (the frame-rate cap draws on every other one at 30).
@@ -119,6 +121,7 @@ impl App {
             captured: false,
             sprites: Vec::new(),
             attract: None,
+            title_music: crate::app::music::title_music(),
             applied_size: [0, 0],
             ticks: 0,
             wayland: false,
@@ -231,7 +234,7 @@ impl App {
         self.input.synthetic_escape = false;
         self.menu.rebinding = None;
         self.menu.conflict = None;
-        self.audio.music(Some(false));
+        self.audio.music(Some((&self.title_music, 0)));
         if let Some(w) = &why {
             // Also for players (and tests) who started the game from a terminal.
             println!("hailfire: {w}");
@@ -266,6 +269,8 @@ impl App {
         };
         self.ticks += 1;
         let Some(s) = self.session.as_mut() else {
+            // The title's music (made on another thread the first time).
+            self.audio.music(Some((&self.title_music, 0)));
             if let Some(Some(a)) = self.attract.as_mut() {
                 if !self.minimized {
                     a.step();

@@ -103,6 +103,8 @@ pub enum ClientEvent {
         name: String,
         pos: Vec2,
     },
+    /// A warning before an attack, to draw for its ticks.
+    Telegraph(crate::sim::script::Telegraph),
     Hit {
         target: WireTarget,
     },
@@ -809,6 +811,7 @@ impl<T: Transport> Client<T> {
                         WireEvent::Sfx { name, pos } => {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
+                        WireEvent::Telegraph(t) => self.events.push(ClientEvent::Telegraph(*t)),
                         WireEvent::Flare { player, pos, .. } => {
                             self.events.push(ClientEvent::Flare { player: *player, pos: *pos })
                         }

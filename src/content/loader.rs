@@ -595,6 +595,9 @@ pub fn check_refs(
         if !color_ok(&e.color) {
             err(f, &e.id, "color", format!("enemy '{}': color must look like \"#ff8040\"", e.id));
         }
+        if let Some(why) = e.body.problem() {
+            err(f, &e.id, "body", format!("enemy '{}': {why}", e.id));
+        }
         for em in e.emitters.iter().map(|x| x.id.as_str()) {
             if !emitter_ok(em) {
                 err(
@@ -655,6 +658,9 @@ pub fn check_refs(
         }
         if !(b.radius > 0.0 && b.radius <= 512.0) {
             err(f, &b.id, "radius", format!("boss '{}': radius must be in (0, 512]", b.id));
+        }
+        if let Some(why) = b.body.problem() {
+            err(f, &b.id, "body", format!("boss '{}': {why}", b.id));
         }
         for (i, p) in b.phases.iter().enumerate() {
             let n = i + 1;
@@ -747,6 +753,9 @@ pub fn check_refs(
         }
         if let Some(why) = d.theme.problem() {
             err(f, &d.id, "theme", format!("dungeon '{}': {why}", d.id));
+        }
+        if !(1..=crate::sim::defs::MAX_DIFFICULTY).contains(&d.difficulty) {
+            err(f, &d.id, "difficulty", format!("dungeon '{}': difficulty must be 1..=5, not {}", d.id, d.difficulty));
         }
         for (wi, wave) in d.waves.iter().enumerate() {
             for s in &wave.spawns {

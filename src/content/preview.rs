@@ -31,6 +31,8 @@ pub struct Preview {
     /// What went wrong while it ran (script errors, a stopped fight), newest last; each
     /// is also written to the terminal once.
     pub run_errors: Vec<String>,
+    /// The scripts' telegraphs still showing, with the tick each came.
+    pub telegraphs: Vec<(crate::sim::script::Telegraph, u32)>,
 }
 
 /// Run-time errors the preview keeps.
@@ -93,7 +95,7 @@ impl Preview {
             Target::Boss(_) => inst.start_boss(&defs, 0, &mut ev),
             Target::Enemy(e) => inst.spawn_enemy(&defs, e, Vec2::new(arena.x * 0.5, arena.y * 0.3), &mut ev),
         }
-        Ok(Preview { content, inst, tick: 0, target, phase, run_errors: Vec::new() })
+        Ok(Preview { content, inst, tick: 0, target, phase, run_errors: Vec::new(), telegraphs: Vec::new() })
     }
 
     /// One tick: the dummies drift slowly (and never die), the phase is held if asked.
@@ -116,8 +118,15 @@ impl Preview {
         }
         let mut req = Vec::new();
         self.inst.step(t, &defs, &mut ev, &mut req);
+        self.telegraphs.retain(|(g, at)| t < at + g.ticks as u32);
         for e in ev {
             let msg = match e {
+                crate::sim::SimEvent::Telegraph { telegraph, .. } => {
+                    if self.telegraphs.len() < 256 {
+                        self.telegraphs.push((telegraph, t));
+                    }
+                    continue;
+                }
                 crate::sim::SimEvent::ScriptError { message, .. } => message,
                 crate::sim::SimEvent::InstanceStopped { reason, .. } => format!("the fight was stopped: {reason}"),
                 _ => continue,

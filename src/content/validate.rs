@@ -183,6 +183,7 @@ pub fn dry_run_trusting(
                     hp: 1_000_000,
                     radius: 16.0,
                     color: "#ffffff".into(),
+                    body: Default::default(),
                     behaviour: Behaviour::Stationary,
                     speed: 0.0,
                     range: 0.0,
@@ -207,6 +208,7 @@ pub fn dry_run_trusting(
                 boss_pos: [480.0, 160.0],
                 boss_delay: 0,
                 portal: None,
+                difficulty: 1,
                 theme: Default::default(),
             },
         );

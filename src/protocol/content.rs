@@ -7,15 +7,18 @@
 //! make a client accept anything a mod on disk could not express. Every count, length and
 //! number is bounded (the `MAX_*` constants below, documented in `docs/PROTOCOL.md`).
 //!
-//! Layout (format 3; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
+//! Layout (format 4; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
 //! `f32` IEEE bits, `rgb` 3 bytes, `theme` = `u8 backdrop, rgb base, rgb accent, f32
-//! scale, f32 speed`):
+//! scale, f32 speed, music`, `music` = `f32 tempo, u8 key (semitones above C), u8 mode,
+//! u8 lead voice, u32 seed`, `body` = `u8 shape, u8 parts, f32 spin`):
 //! `"HFC" u8 format, var nb, nb x (str id, f32 radius, rgb, u8 shape),
-//!  var ne, ne x (str id, str name, f32 radius, rgb),
-//!  var nB, nB x (str id, str name, f32 radius, rgb, var np, np x str phase),
-//!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py, theme),
+//!  var ne, ne x (str id, str name, f32 radius, rgb, body),
+//!  var nB, nB x (str id, str name, f32 radius, rgb, body, var np, np x str phase),
+//!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py,
+//!                u8 difficulty, theme),
 //!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius, theme,
-//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2; themes: format 3).
+//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2; themes: format 3;
+//!  bodies, difficulty and music: format 4).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,14 +31,14 @@ use crate::sim::client_defs::*;
 pub use crate::sim::client_defs::{
     validate, MAX_BOSSES, MAX_BULLET_KINDS, MAX_DUNGEONS, MAX_ENEMIES, MAX_ID, MAX_NAME, MAX_PHASES, MAX_SHIPS,
 };
-use crate::sim::defs::{Backdrop, HubDef, Shape, ThemeDef};
+use crate::sim::defs::{Backdrop, BodyDef, BodyShape, HubDef, Mode, MusicDef, Shape, ThemeDef, Voice};
 
 /// Largest client-side content a client accepts, uncompressed (and compressed), bytes.
 pub const MAX_CONTENT_BYTES: usize = 4 << 20;
 /// Payload of one `ContentChunk` message: one datagram under ENet's MTU.
 pub const CONTENT_CHUNK: usize = 1024;
 const MAGIC: &[u8; 3] = b"HFC";
-const FORMAT: u8 = 3;
+const FORMAT: u8 = 4;
 
 /// SHA-256 of the encoded content: what a client offers and what the cache is keyed by.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -152,6 +155,7 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         w.str(&e.name);
         f32w(&mut w, e.radius);
         rgb(&mut w, e.color);
+        body_w(&mut w, &e.body);
     }
     w.var(d.bosses.len() as u64);
     for b in &d.bosses {
@@ -159,6 +163,7 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         w.str(&b.name);
         f32w(&mut w, b.radius);
         rgb(&mut w, b.color);
+        body_w(&mut w, &b.body);
         w.var(b.phases.len() as u64);
         for p in &b.phases {
             w.str(p);
@@ -175,6 +180,7 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         w.var(g.boss as u64);
         f32w(&mut w, g.portal[0]);
         f32w(&mut w, g.portal[1]);
+        w.u8(g.difficulty);
         theme_w(&mut w, &g.theme);
     }
     for v in [d.hub.arena[0], d.hub.arena[1], d.hub.spawn[0], d.hub.spawn[1], d.hub.portal_radius] {
@@ -191,13 +197,30 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
     w.buf
 }
 
-/// A theme: `u8 backdrop, rgb base, rgb accent, f32 scale, f32 speed` (format 3).
+/// A theme: `u8 backdrop, rgb base, rgb accent, f32 scale, f32 speed, music`.
 fn theme_w(w: &mut Writer, t: &ThemeDef) {
     w.u8(t.background.code());
     rgb(w, parse_color(&t.base));
     rgb(w, parse_color(&t.accent));
     f32w(w, t.scale);
     f32w(w, t.speed);
+    f32w(w, t.music.tempo);
+    w.u8(crate::sim::defs::note_semitone(&t.music.key).unwrap_or(9));
+    w.u8(t.music.mode.code());
+    w.u8(t.music.lead.code());
+    w.u32(t.music.seed);
+}
+
+/// A body: `u8 shape, u8 parts, f32 spin`.
+fn body_w(w: &mut Writer, b: &BodyDef) {
+    w.u8(b.shape.code());
+    w.u8(b.parts);
+    f32w(w, b.spin);
+}
+
+fn body_r(r: &mut Reader) -> Result<BodyDef, ContentError> {
+    let shape = BodyShape::from_code(r.u8()?).ok_or_else(|| invalid("body: unknown shape".to_string()))?;
+    Ok(BodyDef { shape, parts: r.u8()?, spin: read_f32(r)? })
 }
 
 fn theme_r(r: &mut Reader) -> Result<ThemeDef, ContentError> {
@@ -209,6 +232,16 @@ fn theme_r(r: &mut Reader) -> Result<ThemeDef, ContentError> {
         accent: hex(read_rgb(r)?),
         scale: read_f32(r)?,
         speed: read_f32(r)?,
+        music: {
+            let tempo = read_f32(r)?;
+            let key = crate::sim::defs::NOTE_NAMES
+                .get(r.u8()? as usize)
+                .ok_or_else(|| invalid("music: unknown key".to_string()))?
+                .to_string();
+            let mode = Mode::from_code(r.u8()?).ok_or_else(|| invalid("music: unknown mode".to_string()))?;
+            let lead = Voice::from_code(r.u8()?).ok_or_else(|| invalid("music: unknown voice".to_string()))?;
+            MusicDef { tempo, key, mode, lead, seed: r.u32()? }
+        },
     })
 }
 
@@ -252,7 +285,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         };
         bullets.push(BulletLook { id, radius, color, shape });
     }
-    let ne = r.count(MAX_ENEMIES, 9, "enemies")?;
+    let ne = r.count(MAX_ENEMIES, 15, "enemies")?;
     let mut enemies = Vec::with_capacity(ne);
     for _ in 0..ne {
         enemies.push(EnemyLook {
@@ -260,23 +293,25 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
             name: r.str(MAX_NAME, "enemy name")?,
             radius: read_f32(&mut r)?,
             color: read_rgb(&mut r)?,
+            body: body_r(&mut r)?,
         });
     }
-    let nbo = r.count(MAX_BOSSES, 10, "bosses")?;
+    let nbo = r.count(MAX_BOSSES, 16, "bosses")?;
     let mut bosses = Vec::with_capacity(nbo);
     for _ in 0..nbo {
         let id = r.str(MAX_ID, "boss id")?;
         let name = r.str(MAX_NAME, "boss name")?;
         let radius = read_f32(&mut r)?;
         let color = read_rgb(&mut r)?;
+        let body = body_r(&mut r)?;
         let np = r.count(MAX_PHASES, 1, "phases")?;
         let mut phases = Vec::with_capacity(np);
         for _ in 0..np {
             phases.push(r.str(MAX_NAME, "phase name")?);
         }
-        bosses.push(BossLook { id, name, radius, color, phases });
+        bosses.push(BossLook { id, name, radius, color, body, phases });
     }
-    let nd = r.count(MAX_DUNGEONS, 28, "dungeons")?;
+    let nd = r.count(MAX_DUNGEONS, 40, "dungeons")?;
     let mut dungeons = Vec::with_capacity(nd);
     for _ in 0..nd {
         let id = r.str(MAX_ID, "dungeon id")?;
@@ -286,8 +321,9 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         let max_players = r.var_u32("max players")?;
         let boss = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("dungeon boss"))?;
         let portal = [read_f32(&mut r)?, read_f32(&mut r)?];
+        let difficulty = r.u8()?;
         let theme = theme_r(&mut r)?;
-        dungeons.push(DungeonInfo { id, name, arena, spawn, max_players, boss, portal, theme });
+        dungeons.push(DungeonInfo { id, name, arena, spawn, max_players, boss, portal, difficulty, theme });
     }
     let hub = HubDef {
         arena: [read_f32(&mut r)?, read_f32(&mut r)?],

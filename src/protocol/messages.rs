@@ -852,6 +852,10 @@ pub enum WireEvent {
         name: String,
         pos: Vec2,
     },
+    /// A script's warning before an attack: `i16 x, i16 y` (the position grid), `u16`
+    /// angle (1/65536 turn), `u16 length` px, `u8 width` px, `u8 ticks`, `u8` 0 line or 1
+    /// circle (protocol 10).
+    Telegraph(crate::sim::script::Telegraph),
     /// A player's flare on `tick` at exactly `pos` (f32 bits): the replica clears the
     /// enemy bullets it would have cleared (`BulletPool::flared`), as the server did.
     Flare {
@@ -1504,6 +1508,16 @@ impl ServerMsg {
                             w.u8(13);
                             w.var(*wave as u64);
                         }
+                        WireEvent::Telegraph(t) => {
+                            w.u8(14);
+                            w.i16(grid::pos_q(t.pos.x));
+                            w.i16(grid::pos_q(t.pos.y));
+                            w.u16((t.angle.rem_euclid(360.0) / 360.0 * 65536.0).round() as u32 as u16);
+                            w.u16(t.length.clamp(0.0, crate::sim::script::TELEGRAPH_LENGTH_MAX).round() as u16);
+                            w.u8(t.width.clamp(0.0, crate::sim::script::TELEGRAPH_WIDTH_MAX).round() as u8);
+                            w.u8(t.ticks.min(crate::sim::script::TELEGRAPH_TICKS_MAX));
+                            w.u8(u8::from(t.circle));
+                        }
                     }
                 }
             }
@@ -1722,6 +1736,23 @@ impl ServerMsg {
                         11 => WireEvent::Out { player: r.var_u32("player")? },
                         12 => WireEvent::Revived { player: r.var_u32("player")?, by: r.var_u32("player")? },
                         13 => WireEvent::Wave { wave: r.var_u32("wave")? },
+                        14 => {
+                            let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
+                            let angle = r.u16()? as f32 / 65536.0 * 360.0;
+                            let length = r.u16()? as f32;
+                            let width = r.u8()? as f32;
+                            let ticks = r.u8()?;
+                            let circle = match r.u8()? {
+                                0 => false,
+                                1 => true,
+                                _ => return Err(DecodeError::BadValue("telegraph kind")),
+                            };
+                            let t = crate::sim::script::Telegraph { pos, angle, length, width, ticks, circle };
+                            if !t.valid() {
+                                return Err(DecodeError::BadValue("telegraph"));
+                            }
+                            WireEvent::Telegraph(t)
+                        }
                         _ => return Err(DecodeError::BadValue("event tag")),
                     };
                     events.push(e);

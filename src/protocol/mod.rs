@@ -48,7 +48,10 @@ pub use wire::DecodeError;
 ///   flag 64.
 /// - 9: a run's outcome may be 3, "stopped by the server" (a mod's script worker was
 ///   lost and its fight could not go on).
-pub const PROTOCOL_VERSION: u16 = 9;
+/// - 10: looks and warnings. Event 14 "telegraph" (a script's warning line or circle before
+///   an attack); content format 4 (bodies of enemies and bosses, a dungeon's difficulty, a
+///   place's music).
+pub const PROTOCOL_VERSION: u16 = 10;
 
 /// How a `Notice` of a fight the server stopped begins: the run summary shows it.
 pub const STOPPED_NOTICE: &str = "The fight was stopped: ";

@@ -31,6 +31,7 @@ pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
             SimEvent::PhaseChanged { instance, phase, .. } => (*instance, WireEvent::Phase { phase: *phase }),
             SimEvent::InstanceCleared { instance } => (*instance, WireEvent::Cleared),
             SimEvent::Sfx { instance, name, pos } => (*instance, WireEvent::Sfx { name: name.clone(), pos: *pos }),
+            SimEvent::Telegraph { instance, telegraph } => (*instance, WireEvent::Telegraph(*telegraph)),
             SimEvent::Flare { instance, player, pos, tick } => {
                 (*instance, WireEvent::Flare { player: *player, tick: *tick, pos: *pos })
             }

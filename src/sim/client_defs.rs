@@ -8,7 +8,7 @@
 //! Enemies, bosses and dungeons are kept sorted by id: snapshots refer to enemies and
 //! bosses by their index in that order.
 
-use super::defs::{Defs, HubDef, Shape};
+use super::defs::{BodyDef, Defs, HubDef, Shape};
 
 /// Limits on what client-side content may hold. The mod loader runs [`validate`] on the
 /// merged content too, so a server cannot load what its clients would refuse.
@@ -53,6 +53,7 @@ pub struct EnemyLook {
     pub name: String,
     pub radius: f32,
     pub color: [u8; 3],
+    pub body: BodyDef,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +62,7 @@ pub struct BossLook {
     pub name: String,
     pub radius: f32,
     pub color: [u8; 3],
+    pub body: BodyDef,
     /// Phase names, in order (the HUD shows the current one).
     pub phases: Vec<String>,
 }
@@ -76,7 +78,9 @@ pub struct DungeonInfo {
     pub boss: u16,
     /// Portal position in the hub (laid out already when the mod gave none).
     pub portal: [f32; 2],
-    /// How it looks.
+    /// 1..=5, shown on the portal.
+    pub difficulty: u8,
+    /// How it looks and sounds.
     pub theme: super::defs::ThemeDef,
 }
 
@@ -124,6 +128,7 @@ impl ClientDefs {
                     name: e.name.clone(),
                     radius: e.radius,
                     color: parse_color(&e.color),
+                    body: e.body,
                 })
                 .collect(),
             bosses: d
@@ -134,6 +139,7 @@ impl ClientDefs {
                     name: b.name.clone(),
                     radius: b.radius,
                     color: parse_color(&b.color),
+                    body: b.body,
                     phases: b.phases.iter().map(|p| p.name.clone()).collect(),
                 })
                 .collect(),
@@ -149,6 +155,7 @@ impl ClientDefs {
                     max_players: g.max_players,
                     boss: boss_ids.iter().position(|b| **b == g.boss).unwrap_or(0) as u16,
                     portal,
+                    difficulty: g.difficulty,
                     theme: g.theme.clone(),
                 })
                 .collect(),
@@ -272,10 +279,16 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
         if !positive_upto(e.radius, BODY_RADIUS_MAX) {
             return Err(format!("enemy '{}': radius {} is outside (0, {BODY_RADIUS_MAX}]", e.id, e.radius));
         }
+        if let Some(why) = e.body.problem() {
+            return Err(format!("enemy '{}': {why}", e.id));
+        }
     }
     for b in &d.bosses {
         if !positive_upto(b.radius, BODY_RADIUS_MAX) {
             return Err(format!("boss '{}': radius {} is outside (0, {BODY_RADIUS_MAX}]", b.id, b.radius));
+        }
+        if let Some(why) = b.body.problem() {
+            return Err(format!("boss '{}': {why}", b.id));
         }
         if b.phases.is_empty() {
             return Err(format!("boss '{}' has no phases", b.id));
@@ -298,6 +311,9 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
     for g in &d.dungeons {
         if let Some(why) = g.theme.problem() {
             return Err(format!("dungeon '{}': {why}", g.id));
+        }
+        if !(1..=super::defs::MAX_DIFFICULTY).contains(&g.difficulty) {
+            return Err(format!("dungeon '{}': difficulty {} is outside 1..=5", g.id, g.difficulty));
         }
         if !arena_ok(g.arena) {
             return Err(format!(

@@ -183,6 +183,9 @@ pub struct EnemyDef {
     pub radius: f32,
     #[serde(default = "default_enemy_color")]
     pub color: String,
+    /// How its body is drawn (client-side, sent at join).
+    #[serde(default)]
+    pub body: BodyDef,
     pub behaviour: Behaviour,
     /// Pixels per tick.
     #[serde(default = "default_enemy_speed")]
@@ -238,6 +241,9 @@ pub struct BossDef {
     pub radius: f32,
     #[serde(default = "default_boss_color")]
     pub color: String,
+    /// How its body is drawn; each phase after the first adds a ring and quickens it.
+    #[serde(default)]
+    pub body: BodyDef,
     pub phases: Vec<PhaseDef>,
 }
 
@@ -297,10 +303,20 @@ pub struct DungeonDef {
     /// Portal position in the hub; laid out automatically when absent.
     #[serde(default)]
     pub portal: Option<[f32; 2]>,
-    /// How the dungeon looks.
+    /// How hard it is, 1 (a first run) ..= 5, shown on its portal in the hub.
+    #[serde(default = "default_difficulty")]
+    pub difficulty: u8,
+    /// How the dungeon looks and sounds.
     #[serde(default)]
     pub theme: ThemeDef,
 }
+
+fn default_difficulty() -> u8 {
+    1
+}
+
+/// The hardest a dungeon says it is.
+pub const MAX_DIFFICULTY: u8 = 5;
 
 fn default_max_players() -> u32 {
     4
@@ -349,6 +365,181 @@ pub struct ThemeDef {
     pub scale: f32,
     /// Animation speed (0 still ..= 4).
     pub speed: f32,
+    /// The place's music, synthesised by the client.
+    pub music: MusicDef,
+}
+
+/// A body's silhouette, drawn by the client's shader as a signed-distance shape with an
+/// outline and moving parts.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyShape {
+    /// A shaded disc with a pulsing core.
+    #[default]
+    Orb,
+    /// A core inside a ring of `parts` segments that turns.
+    Shell,
+    /// A disc with `parts` spikes.
+    Spiked,
+    /// An eye: a pale ball, a coloured iris, a pupil that pulses.
+    Eye,
+    /// A polygon of `parts` sides (3 or more) with a facet shine.
+    Crystal,
+    /// A turret: `parts` arms from a round hub.
+    Cross,
+}
+
+impl BodyShape {
+    pub const ALL: [BodyShape; 6] =
+        [BodyShape::Orb, BodyShape::Shell, BodyShape::Spiked, BodyShape::Eye, BodyShape::Crystal, BodyShape::Cross];
+    /// Its number on the wire and in the shader.
+    pub fn code(self) -> u8 {
+        BodyShape::ALL.iter().position(|b| *b == self).unwrap_or(0) as u8
+    }
+    pub fn from_code(c: u8) -> Option<BodyShape> {
+        BodyShape::ALL.get(c as usize).copied()
+    }
+}
+
+/// How an enemy or a boss is drawn: a shape, how many parts it has (ring segments, spikes,
+/// sides, arms) and how fast it turns (turns a second, either way).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BodyDef {
+    pub shape: BodyShape,
+    pub parts: u8,
+    pub spin: f32,
+}
+
+impl Default for BodyDef {
+    fn default() -> Self {
+        BodyDef { shape: BodyShape::Orb, parts: 6, spin: 0.0 }
+    }
+}
+
+/// Most parts a body may have.
+pub const BODY_PARTS_MAX: u8 = 12;
+/// Fastest a body turns, turns a second.
+pub const BODY_SPIN_MAX: f32 = 2.0;
+
+impl BodyDef {
+    pub fn problem(&self) -> Option<String> {
+        if self.parts > BODY_PARTS_MAX {
+            return Some(format!("body: parts must be 0..={BODY_PARTS_MAX}, not {}", self.parts));
+        }
+        if self.shape == BodyShape::Crystal && self.parts < 3 {
+            return Some(format!("body: a crystal needs 3..={BODY_PARTS_MAX} parts (its sides), not {}", self.parts));
+        }
+        if !(self.spin.is_finite() && self.spin.abs() <= BODY_SPIN_MAX) {
+            return Some(format!(
+                "body: spin must be -{BODY_SPIN_MAX}..={BODY_SPIN_MAX} turns a second, not {}",
+                self.spin
+            ));
+        }
+        None
+    }
+}
+
+/// A scale for the music: which of the twelve notes above the key it uses.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Major,
+    #[default]
+    Minor,
+    Dorian,
+    Phrygian,
+    Lydian,
+    Mixolydian,
+    /// Major pentatonic: no note can clash.
+    Pentatonic,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 7] =
+        [Mode::Major, Mode::Minor, Mode::Dorian, Mode::Phrygian, Mode::Lydian, Mode::Mixolydian, Mode::Pentatonic];
+    pub fn code(self) -> u8 {
+        Mode::ALL.iter().position(|m| *m == self).unwrap_or(0) as u8
+    }
+    pub fn from_code(c: u8) -> Option<Mode> {
+        Mode::ALL.get(c as usize).copied()
+    }
+    /// Semitones above the key.
+    pub fn steps(self) -> &'static [u8] {
+        match self {
+            Mode::Major => &[0, 2, 4, 5, 7, 9, 11],
+            Mode::Minor => &[0, 2, 3, 5, 7, 8, 10],
+            Mode::Dorian => &[0, 2, 3, 5, 7, 9, 10],
+            Mode::Phrygian => &[0, 1, 3, 5, 7, 8, 10],
+            Mode::Lydian => &[0, 2, 4, 6, 7, 9, 11],
+            Mode::Mixolydian => &[0, 2, 4, 5, 7, 9, 10],
+            Mode::Pentatonic => &[0, 2, 4, 7, 9],
+        }
+    }
+}
+
+/// The lead voice's timbre.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Voice {
+    #[default]
+    Triangle,
+    Square,
+    Saw,
+    /// A struck, ringing tone (two detuned sines with a fast decay).
+    Bell,
+}
+
+impl Voice {
+    pub const ALL: [Voice; 4] = [Voice::Triangle, Voice::Square, Voice::Saw, Voice::Bell];
+    pub fn code(self) -> u8 {
+        Voice::ALL.iter().position(|m| *m == self).unwrap_or(0) as u8
+    }
+    pub fn from_code(c: u8) -> Option<Voice> {
+        Voice::ALL.get(c as usize).copied()
+    }
+}
+
+/// A place's music: sequenced in code from these few numbers (the seed picks the chords
+/// and the melody), in layers that join as a boss fight goes on.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MusicDef {
+    /// Beats a minute (50..=200).
+    pub tempo: f32,
+    /// The key's note: C, C#, Db, D ... B.
+    pub key: String,
+    pub mode: Mode,
+    pub lead: Voice,
+    /// Chooses the progression and the melody.
+    pub seed: u32,
+}
+
+impl Default for MusicDef {
+    fn default() -> Self {
+        MusicDef { tempo: 100.0, key: "A".into(), mode: Mode::Minor, lead: Voice::Triangle, seed: 1 }
+    }
+}
+
+pub const MUSIC_TEMPO: std::ops::RangeInclusive<f32> = 50.0..=200.0;
+pub const NOTE_NAMES: [&str; 12] = ["C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B"];
+
+/// A note name (C, C#, Db ... B) as semitones above C.
+pub fn note_semitone(name: &str) -> Option<u8> {
+    let flats = ["C", "Db", "D", "Eb", "E", "F", "Gb", "G", "Ab", "A", "Bb", "B"];
+    NOTE_NAMES.iter().position(|n| *n == name).or_else(|| flats.iter().position(|n| *n == name)).map(|i| i as u8)
+}
+
+impl MusicDef {
+    pub fn problem(&self) -> Option<String> {
+        if !MUSIC_TEMPO.contains(&self.tempo) {
+            return Some(format!("music: tempo must be 50..=200 beats a minute, not {}", self.tempo));
+        }
+        if note_semitone(&self.key).is_none() {
+            return Some(format!("music: key must be a note such as \"D\" or \"F#\" or \"Bb\", not {:?}", self.key));
+        }
+        None
+    }
 }
 
 impl Default for ThemeDef {
@@ -359,6 +550,7 @@ impl Default for ThemeDef {
             accent: "#2a3160".into(),
             scale: 64.0,
             speed: 1.0,
+            music: MusicDef::default(),
         }
     }
 }
@@ -420,6 +612,9 @@ impl ThemeDef {
         }
         if !THEME_SPEED.contains(&self.speed) {
             return Some(format!("theme: speed must be 0..=4, not {}", self.speed));
+        }
+        if let Some(why) = self.music.problem() {
+            return Some(format!("theme: {why}"));
         }
         None
     }

@@ -145,6 +145,11 @@ pub enum SimEvent {
         name: String,
         pos: Vec2,
     },
+    /// A script's warning before an attack (drawn by clients, nothing else).
+    Telegraph {
+        instance: InstanceId,
+        telegraph: super::script::Telegraph,
+    },
     /// A script wrote with `log(...)`.
     ScriptLog {
         instance: InstanceId,

@@ -728,6 +728,7 @@ impl Instance {
                 ScriptCmd::Sfx { name, pos } => {
                     events.push(SimEvent::Sfx { instance: self.id, name: name.clone(), pos: *pos })
                 }
+                ScriptCmd::Telegraph(t) => events.push(SimEvent::Telegraph { instance: self.id, telegraph: *t }),
             }
         }
         self.cmds = cmds;

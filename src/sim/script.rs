@@ -72,6 +72,39 @@ pub struct BurstCmd {
     pub offset: f32,
 }
 
+/// A warning drawn before an attack (`telegraph{...}`): a thin line from `pos` along
+/// `angle` (degrees) for `length` px and `width` px wide, or, for a circle, a glow of
+/// radius `length` around `pos`; shown for `ticks` ticks. Only a picture: it changes nothing
+/// in the simulation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Telegraph {
+    pub pos: Vec2,
+    pub angle: f32,
+    pub length: f32,
+    pub width: f32,
+    pub ticks: u8,
+    pub circle: bool,
+}
+
+/// Limits on a telegraph (the API refuses beyond them; the wire carries no more).
+pub const TELEGRAPH_LENGTH_MAX: f32 = 4096.0;
+pub const TELEGRAPH_WIDTH_MAX: f32 = 64.0;
+pub const TELEGRAPH_TICKS_MAX: u8 = 240;
+/// Most telegraphs one mod's scripts may show in a tick (in one fight).
+pub const TELEGRAPHS_PER_TICK: usize = 64;
+
+impl Telegraph {
+    /// Within the limits, with finite numbers.
+    pub fn valid(&self) -> bool {
+        self.pos.x.is_finite()
+            && self.pos.y.is_finite()
+            && self.angle.is_finite()
+            && (0.0..=TELEGRAPH_LENGTH_MAX).contains(&self.length)
+            && (0.0..=TELEGRAPH_WIDTH_MAX).contains(&self.width)
+            && (1..=TELEGRAPH_TICKS_MAX).contains(&self.ticks)
+    }
+}
+
 /// Commands queued by scripts, applied by the simulation at the end of the script phase.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScriptCmd {
@@ -80,6 +113,7 @@ pub enum ScriptCmd {
     MoveTo { owner: Owner, target: Vec2, ticks: u32 },
     Spawn { enemy: String, pos: Vec2 },
     Sfx { name: String, pos: Vec2 },
+    Telegraph(Telegraph),
 }
 
 /// A message from the script runtime: `log(...)` output or an error that stopped an emitter.

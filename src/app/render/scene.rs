@@ -41,6 +41,14 @@ pub const SH_BOSS: f32 = 11.0;
 pub const SH_BACKDROP: f32 = 12.0;
 /// Darkens the arena toward its edges.
 pub const SH_VIGNETTE: f32 = 13.0;
+/// A flat disc (a portal's window).
+pub const SH_DISC: f32 = 15.0;
+/// A script's telegraph line: a thin beam that fills from its start as the attack nears
+/// (params.z: how far through, 0..1).
+pub const SH_TELEGRAPH: f32 = 14.0;
+/// Bodies: `SH_BODY + shape code` (`BodyShape::code`); params.z = parts + 16 x boss phase,
+/// `dir` turns the body.
+pub const SH_BODY: f32 = 16.0;
 
 /// Where the view looks.
 #[derive(Clone, Copy, Debug)]
@@ -90,6 +98,9 @@ pub struct Palette {
     pub kinds: Vec<([f32; 4], f32)>,
     pub enemies: Vec<[f32; 4]>,
     pub bosses: Vec<[f32; 4]>,
+    /// Bodies by definition index.
+    pub enemy_bodies: Vec<crate::sim::defs::BodyDef>,
+    pub boss_bodies: Vec<crate::sim::defs::BodyDef>,
 }
 
 /// The colour-blind friendly bullet palette: the Okabe-Ito colours, chosen to stay
@@ -183,6 +194,8 @@ impl Palette {
             kinds: defs.bullets.iter().map(|b| (rgb_color(b.color), shape(b.shape))).collect(),
             enemies: defs.enemies.iter().map(|e| rgb_color(e.color)).collect(),
             bosses: defs.bosses.iter().map(|b| rgb_color(b.color)).collect(),
+            enemy_bodies: defs.enemies.iter().map(|e| e.body).collect(),
+            boss_bodies: defs.bosses.iter().map(|b| b.body).collect(),
         }
     }
 }
@@ -212,9 +225,9 @@ pub struct WorldView<'a> {
     pub enemy_radius: &'a [f32],
     pub boss: Option<SnapBoss>,
     pub boss_radius: &'a [f32],
-    /// Hub portals: name, position, and colour (its dungeon's accent, so each portal
-    /// shows the look of the place it leads to).
-    pub portals: &'a [(String, Vec2, [f32; 4])],
+    /// Hub portals: name, position, and the look of the place each leads to (a portal is
+    /// a window onto its dungeon's floor, framed in its accent colour).
+    pub portals: &'a [(String, Vec2, crate::sim::defs::ThemeDef)],
     pub portal_radius: f32,
     /// Who was hit lately, and how much white to flash them with (0..1).
     pub flashes: &'a [(crate::protocol::WireTarget, f32)],
@@ -224,6 +237,10 @@ pub struct WorldView<'a> {
     pub flares: &'a [(Vec2, f32)],
     /// How the place looks (its floor).
     pub theme: &'a crate::sim::defs::ThemeDef,
+    /// Scripts' warnings before attacks, and how far through each is (0..1).
+    pub telegraphs: &'a [(crate::sim::script::Telegraph, f32)],
+    /// Seconds, for bodies' turning parts.
+    pub time: f32,
 }
 
 /// A short burst where something died (drawn by the client only; no gameplay).
@@ -297,31 +314,108 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
         params: [SH_FRAME, 0.0, 0.0, 0.0],
         ..Default::default()
     });
-    for (_, p, color) in view.portals {
+    for (_, p, look) in view.portals {
+        // Drawn a third larger than the circle that takes a player in: an arch to see from
+        // across the hub.
+        let r = view.portal_radius * 1.35;
+        let accent = rgb_color(parse(&look.accent));
+        // The window: the place's floor, its pattern (scaled down to show a few cells),
+        // then the turning frame.
         out.push(Sprite {
             pos: [p.x, p.y],
-            size: [view.portal_radius, view.portal_radius],
-            color: *color,
+            size: [r * 0.9, r * 0.9],
+            color: rgb_color(parse(&look.base)),
+            params: [SH_DISC, 0.0, 0.0, 0.0],
+            ..Default::default()
+        });
+        out.push(Sprite {
+            pos: [p.x, p.y],
+            size: [r * 0.9, r * 0.9],
+            dir: [look.speed.max(1e-3), 0.0],
+            color: lighten(accent, 0.25),
+            params: [SH_BACKDROP, 1.0, look.background.code() as f32, (look.scale * 0.35).max(6.0)],
+        });
+        out.push(Sprite {
+            pos: [p.x, p.y],
+            size: [r, r],
+            color: lighten(accent, 0.35),
             params: [SH_PORTAL, 0.25, 0.0, 0.0],
             ..Default::default()
         });
     }
-    // An enemy or boss body: radius and colour by definition index, with a fallback.
-    let body =
-        |pos: Vec2, def: u16, radii: &[f32], colors: &[[f32; 4]], fallback: (f32, [f32; 4]), shape: f32, glow: f32| {
-            let r = radii.get(def as usize).copied().unwrap_or(fallback.0);
-            let color = colors.get(def as usize).copied().unwrap_or(fallback.1);
-            Sprite { pos: [pos.x, pos.y], size: [r, r], color, params: [shape, glow, 0.0, 0.0], ..Default::default() }
-        };
+    // Telegraphs, under the bodies and bullets: a thin warning line (or a glowing circle)
+    // that brightens as the attack nears.
+    for (t, age) in view.telegraphs {
+        let k = age.clamp(0.0, 1.0);
+        let color = [1.0, 0.32, 0.26, 0.35 + 0.45 * k];
+        if t.circle {
+            out.push(Sprite {
+                pos: [t.pos.x, t.pos.y],
+                size: [t.length, t.length],
+                color,
+                params: [SH_RING, 0.25, 0.0, 0.0],
+                ..Default::default()
+            });
+        } else {
+            let d = Vec2::from_angle_deg(t.angle);
+            let mid = t.pos + d * (t.length / 2.0);
+            out.push(Sprite {
+                pos: [mid.x, mid.y],
+                size: [t.length / 2.0, t.width.max(1.0) / 2.0 + 1.5],
+                dir: [d.x, d.y],
+                color,
+                params: [SH_TELEGRAPH, 0.0, k, 0.0],
+            });
+        }
+    }
+    // An enemy or boss body: radius, colour and look by definition index, with a fallback.
+    let body = |pos: Vec2,
+                def: u16,
+                radii: &[f32],
+                colors: &[[f32; 4]],
+                looks: &[crate::sim::defs::BodyDef],
+                fallback: (f32, [f32; 4]),
+                glow: f32,
+                phase: u8| {
+        let r = radii.get(def as usize).copied().unwrap_or(fallback.0);
+        let color = colors.get(def as usize).copied().unwrap_or(fallback.1);
+        let look = looks.get(def as usize).copied().unwrap_or_default();
+        // Each phase turns a boss faster.
+        let turn = view.time * look.spin * (1.0 + 0.5 * phase as f32) * std::f32::consts::TAU;
+        Sprite {
+            pos: [pos.x, pos.y],
+            size: [r, r],
+            dir: [turn.cos(), turn.sin()],
+            color,
+            params: [SH_BODY + look.shape.code() as f32, glow, look.parts as f32 + 16.0 * phase.min(15) as f32, 0.0],
+        }
+    };
     use crate::protocol::WireTarget;
     for e in view.enemies {
-        let mut s =
-            body(e.pos, e.def, view.enemy_radius, &palette.enemies, (14.0, [0.8, 0.2, 0.2, 1.0]), SH_ENEMY, 0.15);
+        let mut s = body(
+            e.pos,
+            e.def,
+            view.enemy_radius,
+            &palette.enemies,
+            &palette.enemy_bodies,
+            (14.0, [0.8, 0.2, 0.2, 1.0]),
+            0.15,
+            0,
+        );
         s.params[3] = flash_of(view, WireTarget::Enemy(e.id));
         out.push(s);
     }
     if let Some(b) = view.boss {
-        let mut s = body(b.pos, b.def, view.boss_radius, &palette.bosses, (32.0, [0.7, 0.3, 1.0, 1.0]), SH_BOSS, 0.3);
+        let mut s = body(
+            b.pos,
+            b.def,
+            view.boss_radius,
+            &palette.bosses,
+            &palette.boss_bodies,
+            (32.0, [0.7, 0.3, 1.0, 1.0]),
+            0.3,
+            b.phase,
+        );
         s.params[3] = flash_of(view, WireTarget::Boss);
         out.push(s);
     }
@@ -571,6 +665,8 @@ mod tests {
             flashes: &[],
             bursts: &[],
             flares: &[],
+            telegraphs: &[],
+            time: 0.0,
         };
         let mut out = Vec::new();
         build(&view, &Palette::default(), &mut out);

@@ -31,7 +31,7 @@ pub struct HudState {
     pub roster: Vec<(String, bool, bool)>,
     pub net: Option<NetOverlay>,
     /// Portal labels in screen points, and whether the player stands in that portal.
-    pub portals: Vec<(String, Pos2, bool)>,
+    pub portals: Vec<PortalLabel>,
     /// Other players' names, over their ships (screen points).
     pub name_tags: Vec<(String, Pos2)>,
     pub banner: Option<String>,
@@ -144,6 +144,16 @@ fn bar(p: &egui::Painter, rect: Rect, frac: f32, fill: Color32) {
     p.rect_stroke(rect, 3.0, Stroke::new(1.0, Color32::from_gray(150)), egui::StrokeKind::Inside);
 }
 
+/// A hub portal's words over it: the place and records, where on screen, whether the own
+/// ship stands in it, and how hard the place is (1..=5, drawn as pips; 0 none).
+#[derive(Clone, Debug, Default)]
+pub struct PortalLabel {
+    pub text: String,
+    pub at: Pos2,
+    pub near: bool,
+    pub difficulty: u8,
+}
+
 pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let mut action = None;
     let screen = ctx.content_rect();
@@ -151,12 +161,33 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::unique("hud")));
     let text = Color32::from_rgb(225, 230, 245);
     // Portal names; standing in one, what to press to enter.
-    for (name, at, near) in &hud.portals {
-        p.text(*at + EVec2::new(0.0, -40.0), Align2::CENTER_BOTTOM, name, FontId::proportional(16.0), text);
+    for PortalLabel { text: name, at, near, difficulty } in &hud.portals {
+        // On a dark plate, so the words read over any floor.
+        let g = p.layout(name.clone(), FontId::proportional(15.0), text, 260.0);
+        let plate =
+            Rect::from_center_size(*at + EVec2::new(0.0, -44.0 - g.size().y / 2.0), g.size() + EVec2::new(14.0, 8.0));
+        p.rect_filled(plate, 4.0, Color32::from_rgba_unmultiplied(6, 6, 14, 190));
+        p.galley(plate.min + EVec2::new(7.0, 4.0), g, text);
+        // Difficulty: five pips under the plate, as many lit as the place is hard.
+        if *difficulty > 0 {
+            for k in 0..5u8 {
+                let c = *at + EVec2::new((k as f32 - 2.0) * 11.0, -36.0);
+                if k < *difficulty {
+                    p.circle_filled(c, 3.6, Color32::from_rgb(255, 170, 70));
+                } else {
+                    p.circle_stroke(c, 3.2, Stroke::new(1.0, Color32::from_gray(140)));
+                }
+            }
+        }
         if *near && !hud.interact_key.is_empty() {
+            let name = name.lines().next().unwrap_or_default();
             let prompt = format!("{}: enter {name}", hud.interact_key);
             let g = p.layout_no_wrap(prompt, FontId::proportional(17.0), Color32::from_rgb(255, 240, 170));
-            let r = Rect::from_center_size(*at + EVec2::new(0.0, 48.0), g.size() + EVec2::new(14.0, 8.0));
+            // Above the plate: below the portal it would cover whatever stands there.
+            let r = Rect::from_center_size(
+                egui::pos2(at.x, plate.min.y - 6.0 - g.size().y / 2.0 - 4.0),
+                g.size() + EVec2::new(14.0, 8.0),
+            );
             p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 190));
             p.galley(r.min + EVec2::new(7.0, 4.0), g, Color32::WHITE);
         }

@@ -37,7 +37,12 @@ pub(super) fn num(t: &Table, k: &str) -> mlua::Result<Option<f32>> {
 /// Refuses a firing table with a field the function does not take, naming the nearest
 /// known one: a misspelt field would otherwise be silently ignored.
 fn check_fields(t: &Table, extra: &[super::spec::Field]) -> mlua::Result<()> {
-    let known = || super::spec::SHOT_FIELDS.iter().chain(extra).map(|f| f.name);
+    check_known(t, super::spec::SHOT_FIELDS, extra)
+}
+
+/// Refuses a table with a field outside `a` and `b`, naming the nearest known one.
+fn check_known(t: &Table, a: &[super::spec::Field], b: &[super::spec::Field]) -> mlua::Result<()> {
+    let known = || a.iter().chain(b).map(|f| f.name);
     for pair in t.pairs::<Value, Value>() {
         let (k, _) = pair?;
         let Value::String(s) = &k else {
@@ -414,6 +419,62 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                 c.cmds.push(ScriptCmd::Sfx { name, pos });
                 Ok(())
             })
+        })?,
+    )?;
+    g.set(
+        "telegraph",
+        lua.create_function(|lua, t: Table| {
+            let at = || caller(lua);
+            let fail = |e: mlua::Error| match e {
+                mlua::Error::RuntimeError(m) if !m.contains(".lua:") => rt_err(format!("{}telegraph: {m}", at())),
+                other => other,
+            };
+            check_known(&t, super::spec::TELEGRAPH_FIELDS, &[]).map_err(fail)?;
+            use crate::sim::script::{
+                Telegraph, TELEGRAPHS_PER_TICK, TELEGRAPH_LENGTH_MAX, TELEGRAPH_TICKS_MAX, TELEGRAPH_WIDTH_MAX,
+            };
+            let ranged = |k: &str, lo: f32, hi: f32, default: f32| -> mlua::Result<f32> {
+                let v = num(&t, k)?.unwrap_or(default);
+                if !(lo..=hi).contains(&v) {
+                    return Err(rt_err(format!("field '{k}' must be {lo}..={hi}, not {v}")));
+                }
+                Ok(v)
+            };
+            let radius = num(&t, "radius").map_err(fail)?;
+            let circle = radius.is_some();
+            if circle
+                && (!matches!(t.get::<Value>("length")?, Value::Nil) || !matches!(t.get::<Value>("angle")?, Value::Nil))
+            {
+                return Err(fail(rt_err(
+                    "give 'radius' for a circle or 'angle'/'aim' and 'length' for a line, not both",
+                )));
+            }
+            let length = if circle {
+                ranged("radius", 1.0, TELEGRAPH_LENGTH_MAX, 0.0).map_err(fail)?
+            } else {
+                ranged("length", 1.0, TELEGRAPH_LENGTH_MAX, 600.0).map_err(fail)?
+            };
+            let width = ranged("width", 1.0, TELEGRAPH_WIDTH_MAX, 3.0).map_err(fail)?;
+            let ticks = ranged("ticks", 1.0, TELEGRAPH_TICKS_MAX as f32, 30.0).map_err(fail)?.round() as u8;
+            let (x, y) = (num(&t, "x").map_err(fail)?, num(&t, "y").map_err(fail)?);
+            let angle = num(&t, "angle").map_err(fail)?;
+            let aimed = t.get::<Value>("aim")?;
+            with_ctx(lua, |c| {
+                if c.telegraphs >= TELEGRAPHS_PER_TICK {
+                    return Err(rt_err(format!("more than {TELEGRAPHS_PER_TICK} telegraphs in one tick")));
+                }
+                let me = c.my_pos();
+                let pos = Vec2::new(x.unwrap_or(me.x), y.unwrap_or(me.y));
+                let angle = match (&aimed, angle) {
+                    (Value::Nil, Some(a)) => a,
+                    (Value::Nil, None) => 90.0,
+                    (v, _) => aim_angle(c, v)?,
+                };
+                c.telegraphs += 1;
+                c.cmds.push(ScriptCmd::Telegraph(Telegraph { pos, angle, length, width, ticks, circle }));
+                Ok(())
+            })
+            .map_err(fail)
         })?,
     )?;
     g.set(

@@ -124,6 +124,7 @@ struct Ctx {
     live_tasks: usize,
     shots: usize,
     spawns: usize,
+    telegraphs: usize,
     /// Where the running script was at the last hook ("file:line"), for errors that carry
     /// no position of their own (running out of memory).
     last_pos: String,
@@ -373,6 +374,7 @@ impl LuaRuntime {
             live_tasks: 0,
             shots: 0,
             spawns: 0,
+            telegraphs: 0,
             last_pos: String::new(),
             cmds: Vec::new(),
             logs: Vec::new(),
@@ -504,6 +506,7 @@ impl Scripting for LuaRuntime {
             c.tick_used = 0;
             c.shots = 0;
             c.spawns = 0;
+            c.telegraphs = 0;
         }
         let mut failed: Vec<(u64, String, String)> = Vec::new();
         // When the instance's budget ran out last tick, the tasks that were left waiting

@@ -57,6 +57,34 @@ pub const FAN_FIELDS: &[Field] = &[
     },
 ];
 
+/// Fields `telegraph` accepts: a line (`angle` or `aim`, `length`) or a circle (`radius`).
+pub const TELEGRAPH_FIELDS: &[Field] = &[
+    Field {
+        name: "x",
+        ty: "number",
+        doc: "Where it starts (a line) or its centre (a circle). Default: the owner's position.",
+    },
+    Field {
+        name: "y",
+        ty: "number",
+        doc: "Where it starts (a line) or its centre (a circle). Default: the owner's position.",
+    },
+    Field { name: "angle", ty: "number", doc: "A line's direction in degrees. Default 90 (down)." },
+    Field {
+        name: "aim",
+        ty: "string|integer",
+        doc: "Point the line at a player: \"nearest\", \"farthest\", \"random\" or a player id. Wins over `angle`.",
+    },
+    Field { name: "length", ty: "number", doc: "A line's length, px, 1..4096. Default 600." },
+    Field {
+        name: "radius",
+        ty: "number",
+        doc: "Makes it a circle of this radius, px, 1..4096 (a glow before a dash or a burst).",
+    },
+    Field { name: "width", ty: "number", doc: "A line's width, px, 1..64. Default 3." },
+    Field { name: "ticks", ty: "integer", doc: "How long it shows, 1..240 ticks. Default 30 (half a second)." },
+];
+
 /// Every global function a script can call, in the order `docs/MODDING.md` lists them.
 pub const FUNCTIONS: &[ApiFn] = &[
     ApiFn {
@@ -202,6 +230,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
         prelude: false,
     },
     ApiFn {
+        name: "telegraph",
+        params: &[("t", "hf.Telegraph", "the warning")],
+        returns: &[],
+        doc: "Shows players where an attack will go before it comes: a thin line (aimed shots, dashes) or a glowing circle. Only a picture; at most 64 a tick.",
+        prelude: false,
+    },
+    ApiFn {
         name: "log",
         params: &[("...", "any", "")],
         returns: &[],
@@ -271,6 +306,12 @@ pub fn stubs() -> String {
     class(&mut s, "hf.Shot", "One bullet: every field is optional.", &[SHOT_FIELDS]);
     class(&mut s, "hf.Ring", "A ring of `n` bullets; the other fields as for a shot.", &[RING_FIELDS, SHOT_FIELDS]);
     class(&mut s, "hf.Fan", "A fan of `n` bullets; the other fields as for a shot.", &[FAN_FIELDS, SHOT_FIELDS]);
+    class(
+        &mut s,
+        "hf.Telegraph",
+        "A warning: a line (`angle` or `aim`, `length`) or a circle (`radius`).",
+        &[TELEGRAPH_FIELDS],
+    );
     s.push_str("---@class hf.Player\n---@field id integer\n---@field x number\n---@field y number\n---@field hp integer\n---@field alive boolean\n---@field dist? number Only from `nearest()`.\n\n");
     s.push_str("---The emitter's arguments from its TOML entry (`{ id = \"...\", args = { ... } }`); an empty table when it has none.\n---@type table<string, any>\nargs = {}\n\n");
     s.push_str("---@class hf.Me\n---@field x number\n---@field y number\n---@field hp integer\n---@field max_hp integer\n---@field phase integer From 1.\n---@field id? integer An enemy's id.\n---@field boss? boolean True for a boss.\n\n");

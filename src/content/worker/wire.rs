@@ -459,6 +459,14 @@ impl Answer {
                     f32w(&mut w, pos.x);
                     f32w(&mut w, pos.y);
                 }
+                ScriptCmd::Telegraph(t) => {
+                    w.u8(5);
+                    for v in [t.pos.x, t.pos.y, t.angle, t.length, t.width] {
+                        f32w(&mut w, v);
+                    }
+                    w.u8(t.ticks);
+                    w.u8(u8::from(t.circle));
+                }
             }
         }
         w.var(self.msgs.len() as u64);
@@ -482,7 +490,7 @@ impl Answer {
         let tasks = r.u32()?;
         let n = r.count(CMDS_PER_MOD * mods, 9, "commands")?;
         let mut cmds = Vec::with_capacity(n);
-        let (mut shots, mut spawns) = (0usize, 0usize);
+        let (mut shots, mut spawns, mut telegraphs) = (0usize, 0usize, 0usize);
         for _ in 0..n {
             cmds.push(match r.u8()? {
                 0 => {
@@ -524,9 +532,29 @@ impl Answer {
                     }
                     ScriptCmd::Sfx { name, pos: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?) }
                 }
+                5 => {
+                    telegraphs += 1;
+                    let pos = Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?);
+                    let (angle, length, width) =
+                        (finite(&mut r, "angle")?, finite(&mut r, "length")?, finite(&mut r, "width")?);
+                    let ticks = r.u8()?;
+                    let circle = match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(DecodeError::BadValue("telegraph kind")),
+                    };
+                    let t = crate::sim::script::Telegraph { pos, angle, length, width, ticks, circle };
+                    if !t.valid() {
+                        return Err(DecodeError::BadValue("telegraph"));
+                    }
+                    ScriptCmd::Telegraph(t)
+                }
                 _ => return Err(DecodeError::BadValue("command")),
             });
-            if shots > SHOTS_PER_MOD * mods || spawns > SPAWNS_PER_MOD * mods {
+            if shots > SHOTS_PER_MOD * mods
+                || spawns > SPAWNS_PER_MOD * mods
+                || telegraphs > crate::sim::script::TELEGRAPHS_PER_TICK * mods
+            {
                 return Err(DecodeError::BadValue("more than the API allows in one tick"));
             }
         }
@@ -590,6 +618,7 @@ mod tests {
                 ScriptCmd::MoveTo { owner: Owner::Boss, target: Vec2::new(1.0, 1.0), ticks: 30 },
                 ScriptCmd::Spawn { enemy: "bat".into(), pos: Vec2::ZERO },
                 ScriptCmd::Sfx { name: "boom".into(), pos: Vec2::ZERO },
+                ScriptCmd::Telegraph(tele()),
             ],
             msgs: vec![ScriptMessage::Log("hi".into()), ScriptMessage::Error("bad".into())],
             tasks: 4,
@@ -598,6 +627,17 @@ mod tests {
         let (t, p, _) = split(&bytes, MAX_ANSWER).unwrap().unwrap();
         assert_eq!(t, T_DONE);
         assert_eq!(Answer::decode(p, 2, |e| e == "bat", 1).unwrap(), ans);
+    }
+
+    fn tele() -> crate::sim::script::Telegraph {
+        crate::sim::script::Telegraph {
+            pos: Vec2::new(3.0, 4.0),
+            angle: 33.0,
+            length: 500.0,
+            width: 2.0,
+            ticks: 20,
+            circle: false,
+        }
     }
 
     #[test]
@@ -622,6 +662,18 @@ mod tests {
         let many = Answer { cmds: vec![ScriptCmd::Shot(shot()); SHOTS_PER_MOD + 1], ..Default::default() }.encode();
         assert!(Answer::decode(&many[5..], 2, |_| true, 1).is_err());
         assert!(Answer::decode(&many[5..], 2, |_| true, 2).is_ok(), "two mods may fire twice as many");
+        // Telegraphs: past the limits, or more than a mod may show in a tick.
+        for t in [
+            crate::sim::script::Telegraph { ticks: 0, ..tele() },
+            crate::sim::script::Telegraph { length: 5000.0, ..tele() },
+            crate::sim::script::Telegraph { angle: f32::NAN, ..tele() },
+        ] {
+            let b = Answer { cmds: vec![ScriptCmd::Telegraph(t)], ..Default::default() }.encode();
+            assert!(Answer::decode(&b[5..], 2, |_| true, 1).is_err(), "{t:?}");
+        }
+        let n = crate::sim::script::TELEGRAPHS_PER_TICK + 1;
+        let b = Answer { cmds: vec![ScriptCmd::Telegraph(tele()); n], ..Default::default() }.encode();
+        assert!(Answer::decode(&b[5..], 2, |_| true, 1).is_err(), "{n} telegraphs in a tick");
         let mv = ScriptCmd::MoveTo { owner: Owner::Boss, target: Vec2::ZERO, ticks: 0 };
         let still = Answer { cmds: vec![mv], ..Default::default() }.encode();
         assert!(Answer::decode(&still[5..], 2, |_| true, 1).is_err());
