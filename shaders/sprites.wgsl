@@ -12,7 +12,8 @@ struct Camera {
     time: f32,
     // The arena's size in world pixels (bullets are clipped to it by a scissor rectangle).
     arena: vec2<f32>,
-    // x: how strongly enemy bullets are outlined (accessibility), 0..1.
+    // x: how strongly enemy bullets are outlined (accessibility), 0..1; y: the bloom
+    // pass's strength.
     style: vec4<f32>,
 };
 
@@ -367,4 +368,46 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         return vec4(i.color.rgb, max(alpha, g * i.color.a));
     }
     return vec4(rgb, alpha);
+}
+
+// The glow (bloom) pass: every bright thing splatted as a wide soft blob into a buffer a
+// quarter of the screen's size, which is then added over the frame, smoothed by the
+// bilinear upscale (src/app/render/mod.rs, `Bloom`). One cheap pass instead of blurs.
+const BLOOM_REACH: f32 = 3.0;
+
+@vertex
+fn vs_bloom(v: In) -> Out {
+    var corners = array<vec2<f32>, 6>(
+        vec2(-1.0, -1.0), vec2(1.0, -1.0), vec2(1.0, 1.0),
+        vec2(-1.0, -1.0), vec2(1.0, 1.0), vec2(-1.0, 1.0),
+    );
+    let shape = u32(v.params.x + 0.5);
+    // The floor, its pattern, the vignette, frames, telegraphs and discs do not glow: an
+    // empty quad.
+    let glows = !(shape == 8u || shape == 9u || shape == 12u || shape == 13u || shape == 14u || shape == 15u);
+    let c = corners[v.vid] * select(0.0, BLOOM_REACH, glows);
+    let d = normalize(select(vec2(1.0, 0.0), v.dir, dot(v.dir, v.dir) > 1e-8));
+    // At least 3 px, so the smallest bullets still cover a pixel of the quarter buffer.
+    let size = max(v.size, vec2(3.0));
+    let offset = c * size;
+    let world = v.pos + vec2(offset.x * d.x - offset.y * d.y, offset.x * d.y + offset.y * d.x);
+    let screen = (world - cam.origin) * cam.scale;
+    var o: Out;
+    o.clip = vec4(screen.x / cam.screen.x * 2.0 - 1.0, 1.0 - screen.y / cam.screen.y * 2.0, 0.0, 1.0);
+    o.local = c;
+    o.color = v.color;
+    o.params = v.params;
+    o.size = v.size;
+    o.world = world;
+    o.extra = 0.0;
+    return o;
+}
+
+@fragment
+fn fs_bloom(i: Out) -> @location(0) vec4<f32> {
+    let r = length(i.local);
+    // Players' shots glow less (they must never outshine what can hurt).
+    let own = select(1.0, 0.4, abs(i.params.w - 2.0) < 0.25 && u32(i.params.x + 0.5) <= 4u);
+    let k = exp(-r * r * 0.55) * 0.16 * own * cam.style.y;
+    return vec4(i.color.rgb * i.color.a * k, 0.0);
 }

@@ -678,8 +678,11 @@ pub struct RenderBench {
     /// The same once bullets have died out of uid order (the slots are shuffled and the
     /// sprites are put back in age order by a sort).
     pub prep_shuffled_ms: f64,
-    /// Sprite upload + draw + GPU wait per frame at the given size (no readback).
-    pub frame_ms: Option<f64>,
+    /// Sprite upload + draw + GPU wait per frame at the given size (no readback), with
+    /// all effects (floor pattern, vignette, bodies, glow pass), with "Low effects", and
+    /// with the flat reference (`scene::flat_reference`: the look before themes, bodies
+    /// and the glow pass).
+    pub frame_ms: Option<[f64; 3]>,
     pub first_frame_ms: Option<f64>,
     pub adapter: String,
     pub size: (u32, u32),
@@ -694,15 +697,19 @@ impl std::fmt::Display for RenderBench {
             self.bullets, self.prep_ms, self.prep_shuffled_ms
         )?;
         match (self.frame_ms, self.first_frame_ms) {
-            (Some(ms), Some(first)) => write!(
+            (Some([all, low, flat]), Some(first)) => write!(
                 f,
-                "; frame at {}x{} on {}: {:.2} ms ({:.0} fps; first frame {:.0} ms)",
+                "\nframe at {}x{} on {} (first frame {:.0} ms): all effects {:.2} ms ({:.0} fps), low effects {:.2} ms, flat reference {:.2} ms; all / flat {:.2}x (target <= 1.5), low / flat {:.2}x (target <= 1.1)",
                 self.size.0,
                 self.size.1,
                 self.adapter,
-                ms,
-                1000.0 / ms,
-                first
+                first,
+                all,
+                1000.0 / all,
+                low,
+                flat,
+                all / flat,
+                low / flat
             ),
             _ => write!(f, "; no GPU adapter: {}", self.adapter),
         }
@@ -744,6 +751,25 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         aim: 192,
     }];
     let theme = content.defs.dungeons.get("warden_keep").map(|d| d.theme.clone()).unwrap_or_default();
+    // A fight's bodies: a dozen enemies of every kind and a boss.
+    let looks = crate::sim::ClientDefs::from_defs(&content.defs);
+    let enemies: Vec<crate::protocol::messages::SnapEnemy> = (0..12u32)
+        .map(|k| crate::protocol::messages::SnapEnemy {
+            id: k,
+            def: (k as usize % looks.enemies.len().max(1)) as u16,
+            pos: Vec2::new(80.0 + k as f32 * 70.0, 120.0 + (k % 3) as f32 * 90.0),
+            hp: 50,
+        })
+        .collect();
+    let enemy_r: Vec<f32> = looks.enemies.iter().map(|e| e.radius).collect();
+    let boss_r: Vec<f32> = looks.bosses.iter().map(|b| b.radius).collect();
+    let boss = (!looks.bosses.is_empty()).then_some(crate::protocol::messages::SnapBoss {
+        def: 0,
+        pos: Vec2::new(480.0, 160.0),
+        hp: 500,
+        max_hp: 1000,
+        phase: 1,
+    });
     let view = scene::WorldView {
         theme: &theme,
         arena,
@@ -753,10 +779,10 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         own_id: Some(1),
         own_pos: None,
         own_aim: None,
-        enemies: &[],
-        enemy_radius: &[],
-        boss: None,
-        boss_radius: &[],
+        enemies: &enemies,
+        enemy_radius: &enemy_r,
+        boss,
+        boss_radius: &boss_r,
         portals: &[],
         portal_radius: 28.0,
         flashes: &[],
@@ -764,6 +790,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         flares: &[],
         telegraphs: &[],
         time: 0.0,
+        sparks: &[],
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);
@@ -792,17 +819,27 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
             let mut r = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
             let tex = crate::app::render::target_texture(&gpu, r.format, size, wgpu::TextureUsages::empty());
             let view = tex.create_view(&Default::default());
-            let cam = Camera::fit(arena, size, 0.0);
-            let mut one = || {
+            let all_cam = Camera::fit(arena, size, 0.0);
+            let mut low = sprites.clone();
+            scene::apply_look(&mut low, true, false);
+            let low_cam = Camera { bloom: 0.0, ..all_cam };
+            let flat = scene::flat_reference(&sprites);
+            let mut one = |cam: &Camera, sprites: &[scene::Sprite]| {
                 let t = Instant::now();
-                let cmd = r.render(&gpu, &view, size, &cam, &sprites, None);
+                let cmd = r.render(&gpu, &view, size, cam, sprites, None);
                 gpu.queue.submit([cmd]);
                 let _ = gpu.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None });
                 t.elapsed().as_secs_f64() * 1000.0
             };
-            let first = one();
-            let total: f64 = (0..frames).map(|_| one()).sum();
-            (Some(total / frames as f64), Some(first), gpu.adapter_name())
+            let first = one(&all_cam, &sprites);
+            // Interleaved, so a slow spell of the machine hits all three alike.
+            let mut ms = [0.0f64; 3];
+            for _ in 0..frames {
+                ms[0] += one(&all_cam, &sprites);
+                ms[1] += one(&low_cam, &low);
+                ms[2] += one(&low_cam, &flat);
+            }
+            (Some(ms.map(|t| t / frames as f64)), Some(first), gpu.adapter_name())
         }
     };
     RenderBench { bullets: pool.len(), prep_ms, prep_shuffled_ms, frame_ms, first_frame_ms, adapter, size }

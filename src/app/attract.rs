@@ -149,6 +149,7 @@ impl Attract {
             flares: &[],
             telegraphs: &[],
             time,
+            sparks: &[],
         };
         scene::build(&view, &self.palette, out);
         // Behind the menus: darker, without the white-hot cores.

@@ -51,6 +51,7 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
             .map(|(g, at)| (*g, (p.tick - at) as f32 / g.ticks.max(1) as f32))
             .collect::<Vec<_>>(),
         time: p.tick as f32 / crate::sim::TICK_RATE as f32,
+        sparks: &[],
     };
     out.clear();
     scene::build(&view, &palette, out);

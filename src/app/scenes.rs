@@ -553,6 +553,22 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     } else {
         Vec::new()
     };
+    // Sparks: from the flare ("flare"), and from shots landing on the boss ("hit").
+    let sparks: Vec<scene::Spark> = match (name, f.boss) {
+        ("flare", _) => flares
+            .iter()
+            .flat_map(|(at, _)| scene::spark_burst(*at, 24, 420.0, [1.0, 0.95, 0.7, 0.9], 7))
+            .map(|s| scene::Spark { age: 0.45, ..s })
+            .collect(),
+        ("hit", Some(b)) => (0..4u32)
+            .flat_map(|k| {
+                let at = b.pos + Vec2::new(k as f32 * 9.0 - 14.0, 20.0);
+                scene::spark_burst(at, 3, 160.0, [1.0, 0.85, 1.0, 1.0], k)
+                    .map(move |s| scene::Spark { age: 0.15 + 0.2 * k as f32, ..s })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let view = scene::WorldView {
         theme: &f.theme,
         arena: f.arena,
@@ -573,6 +589,7 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
         flares: &flares,
         telegraphs: &f.telegraphs,
         time: 0.0,
+        sparks: &sparks,
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

@@ -38,6 +38,13 @@ pub struct Session {
     pub banner: Option<(String, Instant)>,
     /// Flares going off (where, when), drawn as an expanding ring.
     pub flares_seen: Vec<(Vec2, Instant)>,
+    /// Sparks flying (each with when it was made).
+    sparks: Vec<(crate::app::render::scene::Spark, Instant)>,
+    spark_seed: u32,
+    /// A boss phase just changed: the picture holds still a moment (hit-stop), from the
+    /// frame saved here, until this time.
+    hitstop: Option<Instant>,
+    frozen: Option<(Vec<Sprite>, Camera)>,
     /// Grazes counted when last heard, and who was downed (for their sounds).
     grazes_heard: u32,
     downed_heard: Vec<u32>,
@@ -99,6 +106,11 @@ pub fn portal_label(
     label
 }
 
+/// Most sparks in flight.
+const MAX_SPARKS: usize = 400;
+/// How long the picture holds still when a boss's phase changes.
+const HITSTOP: std::time::Duration = std::time::Duration::from_millis(120);
+
 /// Most telegraphs drawn at once.
 const MAX_TELEGRAPHS_SHOWN: usize = 256;
 const SHAKE_PX: f32 = 5.0;
@@ -154,6 +166,10 @@ impl Session {
             banner: None,
             flares_seen: Vec::new(),
             telegraphs: Vec::new(),
+            sparks: Vec::new(),
+            spark_seed: 1,
+            hitstop: None,
+            frozen: None,
             grazes_heard: 0,
             downed_heard: Vec::new(),
             ship_sent: false,
@@ -241,6 +257,16 @@ impl Session {
         let mut s = Session::new(Client::new(net, name, installed).with_cache(cache), None);
         s.addr = Some(addr.to_string());
         Ok(s)
+    }
+
+    /// Adds `n` sparks at `at` (the oldest go past [`MAX_SPARKS`]).
+    fn add_sparks(&mut self, at: Vec2, n: usize, speed: f32, color: [f32; 4]) {
+        self.spark_seed = self.spark_seed.wrapping_add(1);
+        let now = Instant::now();
+        self.sparks
+            .extend(crate::app::render::scene::spark_burst(at, n, speed, color, self.spark_seed).map(|s| (s, now)));
+        let cut = self.sparks.len().saturating_sub(MAX_SPARKS);
+        self.sparks.drain(..cut);
     }
 
     /// Where and how big something that just died was, in its colour.
@@ -374,6 +400,11 @@ impl Session {
                 ClientEvent::Hit { target } => {
                     self.flashes.retain(|(t, _)| t != target);
                     self.flashes.push((*target, Instant::now()));
+                    // Sparks where the shot landed (a few: hits come many a second).
+                    if let Some(b) = self.burst_for(*target) {
+                        let c = crate::app::render::scene::lighten(b.color, 0.6);
+                        self.add_sparks(b.pos, 3, 160.0, c);
+                    }
                     if *target == WireTarget::Player(own_id.unwrap_or(u32::MAX)) {
                         self.shake_at = Some(Instant::now());
                     }
@@ -406,6 +437,9 @@ impl Session {
                 ClientEvent::Death { .. } => audio.play("enemy"),
                 ClientEvent::Phase { phase } => {
                     audio.play("phase");
+                    // Hit-stop: the next frame holds still a moment.
+                    self.hitstop = Some(Instant::now() + HITSTOP);
+                    self.frozen = None;
                     // The new phase, by name, across the screen.
                     let name = self.client.view.as_ref().and_then(|v| v.latest()).and_then(|s| s.boss).and_then(|b| {
                         self.client.defs()?.bosses.get(b.def as usize)?.phases.get(phase as usize).cloned()
@@ -433,6 +467,7 @@ impl Session {
                 ClientEvent::Flare { pos, .. } => {
                     audio.play("flare");
                     self.flares_seen.push((pos, Instant::now()));
+                    self.add_sparks(pos, 24, 420.0, [1.0, 0.95, 0.7, 0.9]);
                 }
                 ClientEvent::Revived { player, .. } => {
                     audio.play("revive");
@@ -472,6 +507,9 @@ impl Session {
         // A graze: a quiet tick, at most ten a second.
         if self.client.run.grazes > self.grazes_heard {
             audio.play_limited("graze", std::time::Duration::from_millis(100));
+            if let Some(at) = self.client.pred {
+                self.add_sparks(at, 2, 120.0, [0.7, 0.95, 1.0, 0.8]);
+            }
         }
         self.grazes_heard = self.client.run.grazes;
         // Someone downed (the own ship or a teammate).
@@ -580,6 +618,19 @@ impl Session {
         look: &Settings,
         out: &mut Vec<Sprite>,
     ) -> Option<Camera> {
+        // Hit-stop: the frame after a boss's phase change, held.
+        match (self.hitstop, &self.frozen) {
+            (Some(until), Some((s, cam))) if Instant::now() < until => {
+                out.clear();
+                out.extend_from_slice(s);
+                return Some(*cam);
+            }
+            (Some(until), _) if Instant::now() >= until => {
+                self.hitstop = None;
+                self.frozen = None;
+            }
+            _ => {}
+        }
         self.refresh_palette(look.bullet_colours == BulletColours::ColourBlind);
         let palette = &self.palette.as_ref()?.2;
         let defs = self.client.defs()?;
@@ -602,6 +653,18 @@ impl Session {
         self.flares_seen.retain(|(_, t)| t.elapsed().as_secs_f32() < 0.6);
         let flares: Vec<(Vec2, f32)> =
             self.flares_seen.iter().map(|(p, t)| (*p, t.elapsed().as_secs_f32() / 0.6)).collect();
+        use crate::app::render::scene::SPARK_SECONDS;
+        self.sparks.retain(|(_, t)| t.elapsed().as_secs_f32() < SPARK_SECONDS);
+        let sparks: Vec<crate::app::render::scene::Spark> = self
+            .sparks
+            .iter()
+            .map(|(s, t)| {
+                let mut s = *s;
+                s.age = t.elapsed().as_secs_f32() / SPARK_SECONDS;
+                s.color[3] *= burst;
+                s
+            })
+            .collect();
         let tick_s = 1.0 / crate::sim::TICK_RATE as f32;
         self.telegraphs.retain(|(g, t)| t.elapsed().as_secs_f32() < g.ticks as f32 * tick_s);
         let telegraphs: Vec<(crate::sim::script::Telegraph, f32)> =
@@ -640,16 +703,22 @@ impl Session {
             flares: &flares,
             telegraphs: &telegraphs,
             time,
+            sparks: &sparks,
         };
         scene::build(&view, palette, out);
         scene::apply_look(out, look.low_effects, look.bullet_outline);
         let mut cam = Camera::fit(v.arena, screen, time);
         cam.outline = if look.bullet_outline { 1.0 } else { 0.0 };
+        // "Low effects" turns the glow pass off.
+        cam.bloom = if look.low_effects { 0.0 } else { crate::app::render::scene::BLOOM };
         if let Some(t) = self.shake_at.map(|t| t.elapsed().as_secs_f32()).filter(|t| *t < SHAKE_SECONDS) {
             if look.screen_shake {
                 let k = SHAKE_PX * (1.0 - t / SHAKE_SECONDS);
                 cam.origin = cam.origin + Vec2::new((t * 95.0).sin() * k, (t * 71.0).cos() * k);
             }
+        }
+        if self.hitstop.is_some() && self.frozen.is_none() {
+            self.frozen = Some((out.clone(), cam));
         }
         Some(cam)
     }

@@ -78,6 +78,8 @@ fn is_clipped(s: &Sprite) -> bool {
 /// The instanced sprite pipeline.
 pub struct SpriteRenderer {
     pipeline: wgpu::RenderPipeline,
+    /// The same sprites as soft blobs into the bloom buffer (additive).
+    bloom_pipeline: wgpu::RenderPipeline,
     uniform: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
     instances: wgpu::Buffer,
@@ -153,10 +155,40 @@ impl SpriteRenderer {
             multiview_mask: None,
             cache: None,
         });
+        let bloom_pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("bloom splat"),
+            layout: Some(&pl),
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs_bloom"),
+                compilation_options: Default::default(),
+                buffers: &[Some(wgpu::VertexBufferLayout {
+                    array_stride: std::mem::size_of::<Sprite>() as u64,
+                    step_mode: wgpu::VertexStepMode::Instance,
+                    attributes: &wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2, 2 => Float32x2, 3 => Float32x4, 4 => Float32x4],
+                })],
+            },
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs_bloom"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format: BLOOM_FORMAT,
+                    blend: Some(ADD),
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            multiview_mask: None,
+            cache: None,
+        });
         let capacity = 1024;
         let instances = Self::make_buffer(device, capacity);
         SpriteRenderer {
             pipeline,
+            bloom_pipeline,
             uniform,
             bind_group,
             instances,
@@ -192,7 +224,7 @@ impl SpriteRenderer {
             scale: cam.scale,
             time: cam.time,
             arena: [cam.arena.x, cam.arena.y],
-            style: [cam.outline, 0.0, 0.0, 0.0],
+            style: [cam.outline, cam.bloom, 0.0, 0.0],
         };
         queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&u));
         if sprites.len() > self.capacity {
@@ -218,6 +250,24 @@ impl SpriteRenderer {
         self.size = size;
     }
 
+    /// Draws every sprite with another pipeline that shares the layout (the bloom splat),
+    /// into a target `1 / down` of the screen on each side, inside the arena only (what
+    /// is outside it is not drawn, so nothing there may glow).
+    fn draw_with(&self, pass: &mut wgpu::RenderPass<'_>, pipeline: &wgpu::RenderPipeline, down: u32) {
+        let [x, y, w, h] = self.scissor;
+        let (tw, th) = (self.size.0.div_ceil(down).max(1), self.size.1.div_ceil(down).max(1));
+        let (x0, y0) = ((x / down).min(tw), (y / down).min(th));
+        let (x1, y1) = ((x + w).div_ceil(down).min(tw), (y + h).div_ceil(down).min(th));
+        if self.count == 0 || x1 <= x0 || y1 <= y0 {
+            return;
+        }
+        pass.set_scissor_rect(x0, y0, x1 - x0, y1 - y0);
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.set_vertex_buffer(0, self.instances.slice(..));
+        pass.draw(0..6, 0..self.count);
+    }
+
     pub fn draw(&self, pass: &mut wgpu::RenderPass<'_>) {
         if self.count == 0 {
             return;
@@ -235,6 +285,160 @@ impl SpriteRenderer {
     }
 }
 
+/// The bloom buffer's format (light adds up past 1 before the composite tones it down).
+const BLOOM_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
+/// The bloom buffer is this many times smaller than the screen on each side.
+const BLOOM_DOWNSCALE: u32 = 4;
+
+/// Plain addition (colour), the destination's alpha kept.
+const ADD: wgpu::BlendState = wgpu::BlendState {
+    color: wgpu::BlendComponent {
+        src_factor: wgpu::BlendFactor::One,
+        dst_factor: wgpu::BlendFactor::One,
+        operation: wgpu::BlendOperation::Add,
+    },
+    alpha: wgpu::BlendComponent {
+        src_factor: wgpu::BlendFactor::Zero,
+        dst_factor: wgpu::BlendFactor::One,
+        operation: wgpu::BlendOperation::Add,
+    },
+};
+
+const COMPOSITE: &str = r#"
+@group(0) @binding(0) var glow: texture_2d<f32>;
+@group(0) @binding(1) var linear: sampler;
+struct V { @builtin(position) p: vec4<f32>, @location(0) uv: vec2<f32> };
+@vertex fn vs(@builtin(vertex_index) i: u32) -> V {
+    let x = f32((i << 1u) & 2u);
+    let y = f32(i & 2u);
+    var o: V;
+    o.p = vec4(x * 2.0 - 1.0, 1.0 - y * 2.0, 0.0, 1.0);
+    o.uv = vec2(x, y);
+    return o;
+}
+// Added over the frame; 1 - e^-x keeps a dense field from burning to white.
+@fragment fn fs(v: V) -> @location(0) vec4<f32> {
+    let c = textureSample(glow, linear, v.uv).rgb;
+    return vec4(vec3(1.0) - exp(-c), 0.0);
+}
+"#;
+
+/// The glow pass: a quarter-size buffer the sprites are splatted into as soft blobs, and
+/// the pipeline that adds it back over the frame (bilinear upscaling smooths it).
+pub struct Bloom {
+    composite: wgpu::RenderPipeline,
+    layout: wgpu::BindGroupLayout,
+    sampler: wgpu::Sampler,
+    /// The buffer for the screen size it was made for.
+    target: Option<BloomTarget>,
+}
+
+struct BloomTarget {
+    size: (u32, u32),
+    view: wgpu::TextureView,
+    group: wgpu::BindGroup,
+}
+
+impl Bloom {
+    fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> Bloom {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("bloom composite"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(COMPOSITE)),
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("bloom"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                    count: None,
+                },
+            ],
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("bloom composite"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let composite = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("bloom composite"),
+            layout: Some(&pl),
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format,
+                    blend: Some(ADD),
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            multiview_mask: None,
+            cache: None,
+        });
+        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("bloom"),
+            mag_filter: wgpu::FilterMode::Linear,
+            min_filter: wgpu::FilterMode::Linear,
+            address_mode_u: wgpu::AddressMode::ClampToEdge,
+            address_mode_v: wgpu::AddressMode::ClampToEdge,
+            ..Default::default()
+        });
+        Bloom { composite, layout, sampler, target: None }
+    }
+
+    /// The buffer for a screen of `size`, made (again) when the size changes.
+    fn target(&mut self, device: &wgpu::Device, size: (u32, u32)) -> &BloomTarget {
+        if self.target.as_ref().map(|t| t.size) != Some(size) {
+            let tex = device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("bloom"),
+                size: wgpu::Extent3d {
+                    width: size.0.div_ceil(BLOOM_DOWNSCALE).max(1),
+                    height: size.1.div_ceil(BLOOM_DOWNSCALE).max(1),
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: BLOOM_FORMAT,
+                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
+                view_formats: &[],
+            });
+            let view = tex.create_view(&Default::default());
+            let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("bloom"),
+                layout: &self.layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&view) },
+                    wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::Sampler(&self.sampler) },
+                ],
+            });
+            self.target = Some(BloomTarget { size, view, group });
+        }
+        self.target.as_ref().expect("made above")
+    }
+}
+
 /// egui output ready to paint.
 pub struct EguiFrame {
     pub primitives: Vec<egui::ClippedPrimitive>,
@@ -246,6 +450,7 @@ pub struct EguiFrame {
 pub struct Renderer {
     pub format: wgpu::TextureFormat,
     pub sprites: SpriteRenderer,
+    pub bloom: Bloom,
     pub egui: egui_wgpu::Renderer,
 }
 
@@ -257,6 +462,7 @@ impl Renderer {
         Renderer {
             format,
             sprites: SpriteRenderer::new(device, format),
+            bloom: Bloom::new(device, format),
             egui: egui_wgpu::Renderer::new(device, format, egui_wgpu::RendererOptions::default()),
         }
     }
@@ -285,6 +491,28 @@ impl Renderer {
             }
             self.egui.update_buffers(&gpu.device, &gpu.queue, &mut enc, &u.primitives, &screen);
         }
+        // The glow: the sprites as soft blobs into the quarter-size buffer first.
+        let glow = cam.bloom > 0.0 && !sprites.is_empty();
+        if glow {
+            let target = self.bloom.target(&gpu.device, size);
+            let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("bloom splat"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &target.view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                        store: wgpu::StoreOp::Store,
+                    },
+                })],
+                depth_stencil_attachment: None,
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            self.sprites.draw_with(&mut pass, &self.sprites.bloom_pipeline, BLOOM_DOWNSCALE);
+        }
         {
             let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("frame"),
@@ -301,6 +529,13 @@ impl Renderer {
             });
             let mut pass = pass.forget_lifetime();
             self.sprites.draw(&mut pass);
+            if glow {
+                if let Some(t) = &self.bloom.target {
+                    pass.set_pipeline(&self.bloom.composite);
+                    pass.set_bind_group(0, &t.group, &[]);
+                    pass.draw(0..3, 0..1);
+                }
+            }
             if let Some(u) = ui.as_deref() {
                 self.egui.render(&mut pass, &u.primitives, &screen);
             }

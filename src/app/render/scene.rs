@@ -60,7 +60,12 @@ pub struct Camera {
     pub arena: Vec2,
     /// Accessibility: how strongly enemy bullets are outlined (0 off, 1 on).
     pub outline: f32,
+    /// The glow (bloom) pass's strength: 0 skips it ("Low effects").
+    pub bloom: f32,
 }
+
+/// The bloom strength the game draws with when effects are on.
+pub const BLOOM: f32 = 1.0;
 
 impl Camera {
     /// Fits an arena in a framebuffer with a margin, centred.
@@ -69,7 +74,7 @@ impl Camera {
         let margin = 48.0;
         let scale = (w / (arena.x + margin * 2.0)).min(h / (arena.y + margin * 2.0));
         let origin = Vec2::new(arena.x / 2.0 - w / scale / 2.0, arena.y / 2.0 - h / scale / 2.0);
-        Camera { origin, scale, time, arena, outline: 0.0 }
+        Camera { origin, scale, time, arena, outline: 0.0, bloom: BLOOM }
     }
 
     pub fn world_to_screen(&self, p: Vec2) -> Vec2 {
@@ -241,6 +246,34 @@ pub struct WorldView<'a> {
     pub telegraphs: &'a [(crate::sim::script::Telegraph, f32)],
     /// Seconds, for bodies' turning parts.
     pub time: f32,
+    /// Particles: sparks from hits, grazes and flares.
+    pub sparks: &'a [Spark],
+}
+
+/// A spark: a short streak flying out from a hit, a graze or a flare (drawn by the client
+/// only; a flat streak, so it never reads as a bullet).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spark {
+    pub pos: Vec2,
+    /// Its velocity, px a second.
+    pub vel: Vec2,
+    pub color: [f32; 4],
+    /// 0 new .. 1 gone.
+    pub age: f32,
+}
+
+/// How long a spark lives, seconds.
+pub const SPARK_SECONDS: f32 = 0.3;
+
+/// `n` sparks flying out of `at` in `color`, turned by `seed` (so two bursts differ).
+pub fn spark_burst(at: Vec2, n: usize, speed: f32, color: [f32; 4], seed: u32) -> impl Iterator<Item = Spark> {
+    (0..n).map(move |k| {
+        let h = (seed.wrapping_mul(2_654_435_761).wrapping_add(k as u32 * 40_503)) >> 8;
+        let jitter = (h & 0xff) as f32 / 255.0;
+        let a = (k as f32 + jitter) / n as f32 * std::f32::consts::TAU;
+        let v = speed * (0.6 + 0.8 * ((h >> 8) & 0xff) as f32 / 255.0);
+        Spark { pos: at, vel: Vec2::new(a.cos(), a.sin()) * v, color, age: 0.0 }
+    })
 }
 
 /// A short burst where something died (drawn by the client only; no gameplay).
@@ -275,6 +308,25 @@ pub fn apply_look(out: &mut Vec<Sprite>, low_effects: bool, outline: bool) {
             s.params[1] = 0.0;
         }
     }
+}
+
+/// The flat look the game had before themes (kept as the reference `bench --render`
+/// measures the effects against): a plain floor, bodies as shaded discs, and no glow pass
+/// (draw it with `Camera::bloom` 0).
+pub fn flat_reference(sprites: &[Sprite]) -> Vec<Sprite> {
+    sprites
+        .iter()
+        .filter(|s| s.params[0] != SH_BACKDROP && s.params[0] != SH_VIGNETTE && s.params[0] != SH_TELEGRAPH)
+        .map(|s| {
+            let mut s = *s;
+            if s.params[0] >= SH_BODY {
+                s.params[0] = SH_ENEMY;
+                s.params[2] = 0.0;
+                s.dir = [0.0, 0.0];
+            }
+            s
+        })
+        .collect()
 }
 
 /// Builds the frame's sprites into `out` (cleared first). Bullets go last so they are on
@@ -527,6 +579,21 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             });
         }
     }
+    // Sparks: flat streaks along their flight, shrinking and fading.
+    for s in view.sparks {
+        let k = s.age.clamp(0.0, 1.0);
+        let p = s.pos + s.vel * (k * SPARK_SECONDS);
+        let len = 1.0 + 4.0 * (1.0 - k);
+        let mut c = s.color;
+        c[3] *= 1.0 - k;
+        out.push(Sprite {
+            pos: [p.x, p.y],
+            size: [len, 1.1],
+            dir: [s.vel.x, s.vel.y],
+            color: c,
+            params: [SH_DISC, 0.0, 0.0, 0.0],
+        });
+    }
     let b = view.bullets;
     let t = view.alpha;
     // Oldest first, newest on top, whatever the pool's slot order (a slot is refilled by
@@ -667,11 +734,108 @@ mod tests {
             flares: &[],
             telegraphs: &[],
             time: 0.0,
+            sparks: &[],
         };
         let mut out = Vec::new();
         build(&view, &Palette::default(), &mut out);
         let xs: Vec<f32> = out.iter().filter(|s| s.params[3] == 1.0).map(|s| s.pos[0]).collect();
         assert_eq!(xs, vec![0.0, 20.0, 30.0, 40.0, 50.0], "drawn in uid order (x = 10 * uid)");
+    }
+
+    #[test]
+    fn telegraphs_bodies_and_sparks_are_drawn_where_they_are_and_under_the_bullets() {
+        use crate::protocol::messages::{SnapBoss, SnapEnemy};
+        use crate::sim::defs::{BodyDef, BodyShape};
+        use crate::sim::script::Telegraph;
+        let mut pool = BulletPool::new();
+        pool.spawn(
+            &crate::sim::bullets::BulletSpawn {
+                uid: 1,
+                pos: Vec2::new(50.0, 50.0),
+                angle: 0.0,
+                speed: 0.0,
+                radius: 4.0,
+                lifetime: 100,
+                kind: 0,
+                team: Team::Enemy,
+                accel: 0.0,
+                turn: 0.0,
+                max_speed: f32::INFINITY,
+                tick: 0,
+            },
+            0,
+        );
+        let theme = crate::sim::defs::ThemeDef::default();
+        let line =
+            Telegraph { pos: Vec2::new(10.0, 20.0), angle: 0.0, length: 100.0, width: 4.0, ticks: 30, circle: false };
+        let ring =
+            Telegraph { pos: Vec2::new(5.0, 5.0), angle: 0.0, length: 40.0, width: 3.0, ticks: 30, circle: true };
+        let enemies = [SnapEnemy { id: 1, def: 0, pos: Vec2::new(30.0, 30.0), hp: 5 }];
+        let boss = SnapBoss { def: 0, pos: Vec2::new(70.0, 30.0), hp: 1, max_hp: 2, phase: 2 };
+        let sparks: Vec<Spark> = spark_burst(Vec2::new(60.0, 60.0), 4, 100.0, [1.0; 4], 3).collect();
+        let view = WorldView {
+            theme: &theme,
+            arena: Vec2::new(100.0, 100.0),
+            bullets: &pool,
+            alpha: 0.0,
+            players: &[],
+            own_id: None,
+            own_pos: None,
+            own_aim: None,
+            enemies: &enemies,
+            enemy_radius: &[12.0],
+            boss: Some(boss),
+            boss_radius: &[30.0],
+            portals: &[],
+            portal_radius: 0.0,
+            flashes: &[],
+            bursts: &[],
+            flares: &[],
+            telegraphs: &[(line, 0.5), (ring, 0.2)],
+            time: 0.25,
+            sparks: &sparks,
+        };
+        let palette = Palette {
+            enemies: vec![[1.0; 4]],
+            bosses: vec![[1.0; 4]],
+            enemy_bodies: vec![BodyDef { shape: BodyShape::Cross, parts: 4, spin: 1.0 }],
+            boss_bodies: vec![BodyDef { shape: BodyShape::Shell, parts: 8, spin: 0.0 }],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        build(&view, &palette, &mut out);
+        let at = |shape: f32| out.iter().position(|s| s.params[0] == shape);
+        // The line: centred halfway along, pointing its way, as wide as asked (plus the
+        // soft edge), filled as far as the attack has come.
+        let l = out[at(SH_TELEGRAPH).expect("a line")];
+        assert_eq!((l.pos, l.size, l.dir, l.params[2]), ([60.0, 20.0], [50.0, 3.5], [1.0, 0.0], 0.5));
+        assert!(out.iter().any(|s| s.params[0] == SH_RING && s.pos == [5.0, 5.0] && s.size == [40.0, 40.0]));
+        // Bodies: the look's shape and parts; a boss's phase in the parts; the enemy turned
+        // a quarter turn a second for a quarter second.
+        let e = out[at(SH_BODY + BodyShape::Cross.code() as f32).expect("the enemy's body")];
+        assert_eq!(e.params[2], 4.0);
+        assert!((e.dir[0] - 0.0).abs() < 1e-5 && (e.dir[1] - 1.0).abs() < 1e-5, "{:?}", e.dir);
+        let b = out[at(SH_BODY + BodyShape::Shell.code() as f32).expect("the boss's body")];
+        assert_eq!(b.params[2], 8.0 + 16.0 * 2.0);
+        assert_eq!(out.iter().filter(|s| s.params[0] == SH_DISC).count(), 4, "the sparks");
+        // Everything is under the one bullet.
+        let bullet = out.iter().position(|s| s.params[3] == 1.0).expect("the bullet");
+        assert_eq!(bullet, out.len() - 1);
+    }
+
+    #[test]
+    fn the_flat_reference_is_the_look_before_themes() {
+        let sprites = vec![
+            Sprite { params: [SH_RECT, 0.0, 0.0, 0.0], ..Default::default() },
+            Sprite { params: [SH_BACKDROP, 0.0, 1.0, 64.0], ..Default::default() },
+            Sprite { params: [SH_VIGNETTE, 0.0, 0.0, 0.0], ..Default::default() },
+            Sprite { params: [SH_BODY + 2.0, 0.15, 37.0, 0.5], dir: [0.0, 1.0], ..Default::default() },
+            Sprite { params: [SH_ORB, 0.6, 1.0, 1.0], ..Default::default() },
+        ];
+        let flat = flat_reference(&sprites);
+        let shapes: Vec<f32> = flat.iter().map(|s| s.params[0]).collect();
+        assert_eq!(shapes, vec![SH_RECT, SH_ENEMY, SH_ORB]);
+        assert_eq!(flat[1].params, [SH_ENEMY, 0.15, 0.0, 0.5], "the glow and the hit flash kept");
     }
 
     #[test]
