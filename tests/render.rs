@@ -10,6 +10,8 @@ use hailfire::app::scenes::{place_scenes, render_scene, SCENES};
 use hailfire::content::{self, ModRoot};
 
 const SIZE: (u32, u32) = (640, 360);
+/// The smallest window the interface must hold at 200 %.
+const LARGE_UI_SIZE: (u32, u32) = (960, 540);
 /// A pixel differs when any channel is off by more than this.
 const CHANNEL_TOLERANCE: i32 = 40;
 /// The share of differing pixels a scene may have (Vulkan and GL rasterise edges slightly
@@ -30,16 +32,21 @@ fn golden_scenes_match() {
     // arrival and each boss in each phase.
     let places = place_scenes(&c);
     assert!(places.len() >= 8, "the base game's places: {places:?}");
-    for scene in SCENES.iter().map(|s| s.to_string()).chain(places) {
+    // The interface at 200 % too (the largest interface size) in a 960x540 window: menus,
+    // the HUD in a fight and in the hub, the run summary.
+    let large = ["title@200", "settings@200", "hub@200", "boss_hud@200", "summary@200"].map(String::from);
+    for scene in SCENES.iter().map(|s| s.to_string()).chain(places).chain(large) {
         let scene = scene.as_str();
-        let actual = render_scene(&gpu, &c, scene, SIZE).unwrap();
-        let golden = root().join("tests/golden").join(format!("{}.png", scene.replace(':', "_")));
+        let size = if scene.ends_with("@200") { LARGE_UI_SIZE } else { SIZE };
+        let actual = render_scene(&gpu, &c, scene, size).unwrap();
+        let file = scene.replace(':', "_").replace('@', "_");
+        let golden = root().join("tests/golden").join(format!("{file}.png"));
         if bless {
-            write_png(&golden, SIZE, &actual).unwrap();
+            write_png(&golden, size, &actual).unwrap();
             continue;
         }
         let (gsize, expected) = read_png(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
-        assert_eq!(gsize, SIZE, "{scene}: golden has the wrong size");
+        assert_eq!(gsize, size, "{scene}: golden has the wrong size");
         // A blank or near-blank frame must never pass as "close enough".
         let lit = actual.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 120).count();
         assert!(lit > 500, "{scene}: the frame is nearly empty ({lit} lit pixels)");
@@ -55,11 +62,11 @@ fn golden_scenes_match() {
                 diff[i * 4..i * 4 + 4].copy_from_slice(&[g, g, g, 255]);
             }
         }
-        let share = bad as f64 / (SIZE.0 * SIZE.1) as f64;
+        let share = bad as f64 / (size.0 * size.1) as f64;
         if share > MAX_DIFFERING {
             let out = root().join("target/golden");
-            write_png(&out.join(format!("{scene}.actual.png")), SIZE, &actual).unwrap();
-            write_png(&out.join(format!("{scene}.diff.png")), SIZE, &diff).unwrap();
+            write_png(&out.join(format!("{file}.actual.png")), size, &actual).unwrap();
+            write_png(&out.join(format!("{file}.diff.png")), size, &diff).unwrap();
             failures.push(format!(
                 "{scene}: {:.2} % of pixels differ (see target/golden/{scene}.actual.png and .diff.png)",
                 share * 100.0

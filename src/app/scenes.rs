@@ -201,11 +201,28 @@ fn fixture_of(w: &World, inst: crate::sim::InstanceId, dead: bool) -> Fixture {
     }
 }
 
+thread_local! {
+    /// The interface size the scene being rendered asks for (`NAME@200`: 200 %).
+    static ZOOM: std::cell::Cell<f32> = const { std::cell::Cell::new(1.0) };
+}
+
+/// An egui context at the scene's interface size.
+fn ui_context() -> egui::Context {
+    let ctx = egui::Context::default();
+    ctx.set_zoom_factor(ZOOM.with(|z| z.get()));
+    ctx
+}
+
 /// Runs egui a few frames, a second apart (so that areas are sized and fade-ins are over),
 /// and returns what to paint.
 pub fn egui_frame(ctx: &egui::Context, size: (u32, u32), mut ui: impl FnMut(&mut egui::Ui)) -> EguiFrame {
+    // The screen in points (a larger interface size is fewer points on the same pixels).
+    let z = ZOOM.with(|z| z.get());
     let raw = |t: f64| egui::RawInput {
-        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size.0 as f32, size.1 as f32))),
+        screen_rect: Some(egui::Rect::from_min_size(
+            egui::Pos2::ZERO,
+            egui::vec2(size.0 as f32 / z, size.1 as f32 / z),
+        )),
         time: Some(t),
         ..Default::default()
     };
@@ -474,7 +491,7 @@ fn menu_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> any
     } else {
         st.go(Page::Main);
     }
-    let ctx = egui::Context::default();
+    let ctx = ui_context();
     let mut ui = egui_frame(&ctx, size, |ui| {
         menu::main_menu(ui, &mut st, &mut settings, content);
     });
@@ -494,7 +511,7 @@ fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32)) -> anyhow::Result
         .enumerate()
         .map(|(k, s)| ShipChoice { name: s.name.clone(), stars: s.stars, unlocked: s.stars <= stars, flown: k == 0 })
         .collect();
-    let ctx = egui::Context::default();
+    let ctx = ui_context();
     let mut ui = egui_frame(&ctx, size, |ui| {
         menu::game_menu(ui.ctx(), false, false, None, None, false, &ships);
     });
@@ -503,8 +520,21 @@ fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32)) -> anyhow::Result
     render::render_to_rgba(gpu, &mut renderer, size, &cam, &[], Some(&mut ui))
 }
 
-/// Renders a named scene at `size`; returns RGBA8 pixels.
+/// Renders a named scene at `size`; returns RGBA8 pixels. `NAME@200` draws the interface
+/// at 200 % (the largest interface size a player can choose).
 pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+    let (name, zoom) = match name.split_once('@') {
+        Some((n, "200")) => (n, 2.0),
+        Some((_, z)) => bail!("interface size '{z}': only @200 (200 %) is a scene"),
+        None => (name, 1.0),
+    };
+    ZOOM.with(|z| z.set(zoom));
+    let out = render_scene_at(gpu, content, name, size);
+    ZOOM.with(|z| z.set(1.0));
+    out
+}
+
+fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
     if name == "title" || name == "settings" {
         return menu_scene(gpu, content, name, size);
     }
@@ -596,14 +626,15 @@ pub fn render_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) 
     let cam = Camera::fit(f.arena, size, 0.0);
     // Portal labels go over their portals on this screen.
     if let Some(h) = f.hud.as_mut() {
+        let zoom = ZOOM.with(|z| z.get());
         for l in h.portals.iter_mut() {
-            let s = cam.world_to_screen(Vec2::new(l.at.x, l.at.y));
+            let s = cam.world_to_screen(Vec2::new(l.at.x, l.at.y)) * (1.0 / zoom);
             l.at = egui::pos2(s.x, s.y);
         }
     }
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let mut ui = f.hud.as_ref().map(|h| {
-        let ctx = egui::Context::default();
+        let ctx = ui_context();
         egui_frame(&ctx, size, |ui| {
             hud::draw(ui.ctx(), h);
         })

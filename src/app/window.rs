@@ -89,6 +89,7 @@ impl App {
         let mut menu = menu::MenuState::default();
         menu.go(menu::Page::Main);
         menu.error = settings_warning.clone();
+        menu.no_sound = audio.muted_reason.clone();
         if !content.base_loaded() {
             menu.error = Some("The base game content failed to load; see Mods and run `hailfire mods check`.".into());
         }

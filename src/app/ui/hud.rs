@@ -154,6 +154,9 @@ pub struct PortalLabel {
     pub difficulty: u8,
 }
 
+/// Where the network overlay goes (top left).
+const NET_OVERLAY: Rect = Rect { min: Pos2::new(12.0, 12.0), max: Pos2::new(312.0, 70.0) };
+
 pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let mut action = None;
     let screen = ctx.content_rect();
@@ -163,7 +166,7 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     // Portal names; standing in one, what to press to enter.
     for PortalLabel { text: name, at, near, difficulty } in &hud.portals {
         // On a dark plate, so the words read over any floor.
-        let g = p.layout(name.clone(), FontId::proportional(15.0), text, 260.0);
+        let g = p.layout(name.clone(), FontId::proportional(15.0), text, 130.0);
         let plate =
             Rect::from_center_size(*at + EVec2::new(0.0, -44.0 - g.size().y / 2.0), g.size() + EVec2::new(14.0, 8.0));
         p.rect_filled(plate, 4.0, Color32::from_rgba_unmultiplied(6, 6, 14, 190));
@@ -184,10 +187,9 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             let prompt = format!("{}: enter {name}", hud.interact_key);
             let g = p.layout_no_wrap(prompt, FontId::proportional(17.0), Color32::from_rgb(255, 240, 170));
             // Above the plate: below the portal it would cover whatever stands there.
-            let r = Rect::from_center_size(
-                egui::pos2(at.x, plate.min.y - 6.0 - g.size().y / 2.0 - 4.0),
-                g.size() + EVec2::new(14.0, 8.0),
-            );
+            let above = plate.min.y - 6.0 - g.size().y / 2.0 - 4.0;
+            let y = if above - g.size().y / 2.0 - 4.0 < screen.top() { at.y + 30.0 + g.size().y / 2.0 } else { above };
+            let r = Rect::from_center_size(egui::pos2(at.x, y), g.size() + EVec2::new(14.0, 8.0));
             p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 190));
             p.galley(r.min + EVec2::new(7.0, 4.0), g, Color32::WHITE);
         }
@@ -283,25 +285,17 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     // Boss bar, top centre.
     if let Some((name, phase, f)) = &hud.boss {
         let w = (screen.width() * 0.6).min(720.0);
-        let r = Rect::from_min_size(Pos2::new(screen.center().x - w / 2.0, 30.0), EVec2::new(w, 16.0));
+        // Under the network overlay when the screen is too narrow for both side by side (a
+        // large interface size).
+        let left = screen.center().x - w / 2.0;
+        let y = if hud.net.is_some() && left < NET_OVERLAY.right() + 8.0 { NET_OVERLAY.bottom() + 26.0 } else { 30.0 };
+        let r = Rect::from_min_size(Pos2::new(left, y), EVec2::new(w, 16.0));
         bar(&p, r, *f, Color32::from_rgb(190, 80, 255));
         p.text(
             r.center_top() - EVec2::new(0.0, 4.0),
             Align2::CENTER_BOTTOM,
             format!("{name} — {phase}"),
             FontId::proportional(16.0),
-            text,
-        );
-    }
-    // Escape channel.
-    if hud.escape > 0.0 && !hud.dead {
-        let r = Rect::from_center_size(Pos2::new(screen.center().x, screen.bottom() - 90.0), EVec2::new(240.0, 14.0));
-        bar(&p, r, hud.escape, Color32::from_rgb(120, 180, 255));
-        p.text(
-            r.center_top() - EVec2::new(0.0, 4.0),
-            Align2::CENTER_BOTTOM,
-            "Escaping to the hub… (you can still be hit)",
-            FontId::proportional(14.0),
             text,
         );
     }
@@ -335,7 +329,7 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             n.pred_err_px,
             n.lead
         );
-        let r = Rect::from_min_size(Pos2::new(12.0, 12.0), EVec2::new(300.0, 58.0));
+        let r = NET_OVERLAY;
         p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
         p.text(
             r.min + EVec2::new(8.0, 6.0),
@@ -356,6 +350,7 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     }
     // Server notices, bottom left above the HP bar, newest lowest.
     let mut ny = screen.bottom() - 76.0;
+    let mut notes_right: f32 = 0.0;
     // (A stopped fight's notice is in the summary while it is up.)
     let in_summary = |n: &String| hud.summary.is_some() && n.starts_with(crate::protocol::STOPPED_NOTICE);
     for n in hud.notices.iter().rev().filter(|n| !in_summary(n)) {
@@ -364,6 +359,24 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
         p.galley(r.min + EVec2::new(6.0, 3.0), g, Color32::WHITE);
         ny = r.top() - 4.0;
+        notes_right = notes_right.max(r.right());
+    }
+    // Escape channel.
+    if hud.escape > 0.0 && !hud.dead {
+        let mut r =
+            Rect::from_center_size(Pos2::new(screen.center().x, screen.bottom() - 90.0), EVec2::new(240.0, 14.0));
+        // Above the notices when they reach under it (a narrow screen).
+        if notes_right > r.left() && ny < r.bottom() + 20.0 {
+            r = r.translate(EVec2::new(0.0, ny - 8.0 - r.bottom()));
+        }
+        bar(&p, r, hud.escape, Color32::from_rgb(120, 180, 255));
+        p.text(
+            r.center_top() - EVec2::new(0.0, 4.0),
+            Align2::CENTER_BOTTOM,
+            "Escaping to the hub… (you can still be hit)",
+            FontId::proportional(14.0),
+            text,
+        );
     }
     if let Some(b) = &hud.banner {
         p.text(

@@ -21,6 +21,8 @@ pub enum Page {
 #[derive(Default)]
 pub struct MenuState {
     pub page: Page,
+    /// Why the game plays without sound (no output device), said on the Audio page.
+    pub no_sound: Option<String>,
     pub join_addr: String,
     /// The server password typed on the Join page (kept for this run only, never saved).
     pub join_password: String,
@@ -107,6 +109,18 @@ pub fn big(text: &str) -> egui::Button<'static> {
     egui::Button::new(RichText::new(text.to_string()).size(22.0)).min_size(egui::vec2(300.0, 44.0))
 }
 
+/// A main-menu button: smaller on a short screen (a small window, a large interface size).
+fn menu_button(text: &str, compact: bool, width: f32) -> egui::Button<'static> {
+    if compact {
+        egui::Button::new(RichText::new(text.to_string()).size(17.0)).min_size(egui::vec2(width, 30.0))
+    } else {
+        big(text)
+    }
+}
+
+/// Height, in points, below which the menu uses its compact layout.
+const COMPACT_BELOW: f32 = 500.0;
+
 impl MenuState {
     pub fn go(&mut self, p: Page) {
         self.page = p;
@@ -156,11 +170,18 @@ pub fn main_menu(
             Color32::from_black_alpha(a),
         );
         st.recover_focus(ui);
+        // A short screen (a small window or a large interface size): a smaller title and
+        // buttons side by side, and everything in a scroll area so nothing is ever out of
+        // reach.
+        let compact = r.height() < COMPACT_BELOW;
+        egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
         ui.with_layout(Layout::top_down(Align::Center), |ui| {
-            ui.add_space(40.0);
-            ui.label(RichText::new("HAILFIRE").size(56.0).strong().color(Color32::from_rgb(255, 120, 150)));
-            ui.label(RichText::new("co-op bullet hell").size(18.0).color(Color32::from_gray(170)));
-            ui.add_space(24.0);
+            ui.add_space(if compact { 6.0 } else { 40.0 });
+            // On a short screen only the main page has the logo: the others need the room.
+            if !compact || st.page == Page::Main {
+                logo(ui, if compact { 0.6 } else { 1.0 });
+                ui.add_space(if compact { 6.0 } else { 24.0 });
+            }
             if let Some(e) = st.error.clone() {
                 egui::Frame::group(ui.style()).fill(Color32::from_rgb(60, 16, 20)).show(ui, |ui| {
                     ui.set_max_width(560.0);
@@ -173,7 +194,7 @@ pub fn main_menu(
             }
             match st.page.clone() {
                 Page::Main => {
-                    let h = ui.add(big("Host and play"));
+                    let h = ui.add(menu_button("Host and play", compact, 300.0));
                     st.focus_first(&h);
                     if h.clicked() {
                         action = Some(MenuAction::Host);
@@ -184,26 +205,41 @@ pub fn main_menu(
                         None => format!("Friends join you on UDP port {port}"),
                     };
                     ui.label(RichText::new(line).color(Color32::from_gray(160)));
-                    ui.add_space(6.0);
-                    if ui.add(big("Join")).clicked() {
-                        if st.join_addr.is_empty() {
+                    ui.add_space(if compact { 2.0 } else { 6.0 });
+                    // Compact: two a row (Join and Settings, Mods and Credits), Quit below.
+                    let mut go = None;
+                    let pairs = [(Page::Join, "Join"), (Page::Settings, "Settings"), (Page::Mods, "Mods"), (Page::Credits, "Credits")];
+                    if compact {
+                        for pair in pairs.chunks(2) {
+                            ui.allocate_ui_with_layout(
+                                egui::vec2(304.0, 32.0),
+                                Layout::left_to_right(Align::Center),
+                                |ui| {
+                                    for (page, label) in pair {
+                                        if ui.add(menu_button(label, true, 148.0)).clicked() {
+                                            go = Some(page.clone());
+                                        }
+                                    }
+                                },
+                            );
+                        }
+                    } else {
+                        for (page, label) in &pairs {
+                            if ui.add(big(label)).clicked() {
+                                go = Some(page.clone());
+                            }
+                        }
+                    }
+                    if let Some(page) = go {
+                        if page == Page::Join && st.join_addr.is_empty() {
                             st.join_addr = settings.recent_servers.first().cloned().unwrap_or_default();
                         }
-                        st.go(Page::Join);
+                        st.go(page);
                     }
-                    if ui.add(big("Settings")).clicked() {
-                        st.go(Page::Settings);
-                    }
-                    if ui.add(big("Mods")).clicked() {
-                        st.go(Page::Mods);
-                    }
-                    if ui.add(big("Credits")).clicked() {
-                        st.go(Page::Credits);
-                    }
-                    if ui.add(big("Quit")).clicked() {
+                    if ui.add(menu_button("Quit", compact, 300.0)).clicked() {
                         action = Some(MenuAction::Quit);
                     }
-                    ui.add_space(16.0);
+                    ui.add_space(if compact { 4.0 } else { 16.0 });
                     ui.label(
                         RichText::new(format!(
                             "version {} · protocol {}",
@@ -344,8 +380,30 @@ pub fn main_menu(
                 }
             }
         });
+        });
     });
     action
+}
+
+/// The game's logo, drawn in code: the name in the game's hot pink over a row of bullets
+/// fanning out under it, and the tagline. `scale` 1 is its full size.
+pub fn logo(ui: &mut egui::Ui, scale: f32) {
+    let title = RichText::new("HAILFIRE").size(56.0 * scale).strong().color(Color32::from_rgb(255, 120, 150));
+    ui.label(title);
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(300.0 * scale, 14.0 * scale), egui::Sense::hover());
+    let p = ui.painter();
+    for k in 0..9 {
+        let t = k as f32 / 8.0;
+        let at = egui::pos2(rect.left() + rect.width() * t, rect.center().y + (t - 0.5).abs() * 8.0 * scale);
+        let r = (2.0 + 3.0 * (1.0 - (t - 0.5).abs() * 2.0)) * scale;
+        let c = Color32::from_rgb(255, (120.0 + 100.0 * t) as u8, (150.0 + 60.0 * (1.0 - t)) as u8);
+        p.circle_filled(at, r + 1.5 * scale, c.gamma_multiply(0.35));
+        p.circle_filled(at, r, c);
+        p.circle_filled(at, r * 0.45, Color32::WHITE);
+    }
+    if scale >= 0.8 {
+        ui.label(RichText::new("co-op bullet hell").size(18.0).color(Color32::from_gray(170)));
+    }
 }
 
 /// A switch whose value is said in words.
@@ -392,14 +450,17 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
         st.conflict = None;
         st.focus_pending = true;
     }
+    // A narrow screen (a small window or a large interface size): narrower tabs and
+    // columns, so the page fits without scrolling sideways.
+    let narrow = ui.available_width() < 700.0;
     ui.horizontal(|ui| {
-        let tab_w = 128.0;
+        let tab_w = (ui.available_width() / Section::ALL.len() as f32).min(128.0);
         ui.add_space(((ui.available_width() - tab_w * Section::ALL.len() as f32) / 2.0).max(0.0));
         for sec in Section::ALL {
             let r = ui.add(
-                egui::Button::new(RichText::new(sec.label()).size(17.0))
+                egui::Button::new(RichText::new(sec.label()).size(if narrow { 14.0 } else { 17.0 }))
                     .selected(st.section == sec)
-                    .min_size(egui::vec2(tab_w - 8.0, 32.0)),
+                    .min_size(egui::vec2(tab_w - 8.0, if narrow { 26.0 } else { 32.0 })),
             );
             if r.clicked() {
                 st.section = sec;
@@ -412,12 +473,12 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
     egui::ScrollArea::vertical().max_height(ui.available_height() - 70.0).show(ui, |ui| {
         // A centred column with a margin, not labels against the window's edge.
         ui.horizontal(|ui| {
-            ui.add_space(((ui.available_width() - 760.0) / 2.0).max(24.0));
+            ui.add_space(((ui.available_width() - 760.0) / 2.0).max(if narrow { 4.0 } else { 24.0 }));
             ui.vertical(|ui| {
                 let grid = egui::Grid::new(egui::Id::unique("settings"))
                     .num_columns(2)
                     .spacing([24.0, 10.0])
-                    .min_col_width(220.0);
+                    .min_col_width(if narrow { 110.0 } else { 220.0 });
                 match st.section {
                     Section::Video => grid.show(ui, |ui| {
                         ui.label("Window");
@@ -459,6 +520,16 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         changed |= switch_row(ui, "Low effects (no glow; for software rendering)", &mut s.low_effects);
                     }),
                     Section::Audio => grid.show(ui, |ui| {
+                        if let Some(why) = &st.no_sound {
+                            ui.label(RichText::new("No sound").color(Color32::from_rgb(255, 190, 120)));
+                            ui.label(
+                                RichText::new(format!(
+                                    "No audio output device was found, so the game is silent ({why}). Connect one and restart the game."
+                                ))
+                                .color(Color32::from_rgb(255, 220, 190)),
+                            );
+                            ui.end_row();
+                        }
                         for (label, v) in [
                             ("Master volume", &mut s.master_volume),
                             ("Effects", &mut s.sfx_volume),
@@ -472,37 +543,23 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         }
                         changed |= switch_row(ui, "Mute all sound", &mut s.muted);
                     }),
+                    // Narrow: each action over its bindings, which wrap.
+                    Section::Controls if narrow => ui.vertical(|ui| {
+                        ui.label(RichText::new("Click a binding to replace it").color(Color32::from_gray(150)));
+                        ui.label(RichText::new("+ adds one, × removes it, Esc cancels").color(Color32::from_gray(150)));
+                        for a in Action::ALL {
+                            ui.add_space(4.0);
+                            ui.label(a.label());
+                            ui.horizontal_wrapped(|ui| changed |= binding_chips(ui, st, s, a));
+                        }
+                    }),
                     Section::Controls => grid.show(ui, |ui| {
                         ui.label(RichText::new("Click a binding to replace it").color(Color32::from_gray(150)));
                         ui.label(RichText::new("+ adds one, × removes it, Esc cancels").color(Color32::from_gray(150)));
                         ui.end_row();
                         for a in Action::ALL {
                             ui.label(a.label());
-                            ui.horizontal(|ui| {
-                                let keys = s.bindings.get(&a).cloned().unwrap_or_default();
-                                for slot in 0..=keys.len() {
-                                    let waiting = st.rebinding == Some((a, slot));
-                                    let text = match (waiting, keys.get(slot)) {
-                                        (true, _) => "press…".to_string(),
-                                        (false, Some(k)) => crate::app::input::display_name(k, st.pad_family),
-                                        (false, None) => "+".to_string(),
-                                    };
-                                    let b =
-                                        ui.add(egui::Button::new(RichText::new(text).monospace()).selected(waiting));
-                                    st.focus_first(&b);
-                                    if b.clicked() {
-                                        st.rebinding = if waiting { None } else { Some((a, slot)) };
-                                        st.conflict = None;
-                                    }
-                                    if slot < keys.len()
-                                        && !waiting
-                                        && ui.small_button("×").on_hover_text("Remove").clicked()
-                                    {
-                                        s.clear_slot(a, slot);
-                                        changed = true;
-                                    }
-                                }
-                            });
+                            ui.horizontal(|ui| changed |= binding_chips(ui, st, s, a));
                             ui.end_row();
                         }
                     }),
@@ -582,6 +639,32 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
         }
         st.last_focus = focused;
     });
+    changed
+}
+
+/// An action's bindings as buttons (click to replace, `+` to add, `×` to remove); true
+/// when one was removed.
+fn binding_chips(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings, a: Action) -> bool {
+    let mut changed = false;
+    let keys = s.bindings.get(&a).cloned().unwrap_or_default();
+    for slot in 0..=keys.len() {
+        let waiting = st.rebinding == Some((a, slot));
+        let text = match (waiting, keys.get(slot)) {
+            (true, _) => "press…".to_string(),
+            (false, Some(k)) => crate::app::input::display_name(k, st.pad_family),
+            (false, None) => "+".to_string(),
+        };
+        let b = ui.add(egui::Button::new(RichText::new(text).monospace()).selected(waiting));
+        st.focus_first(&b);
+        if b.clicked() {
+            st.rebinding = if waiting { None } else { Some((a, slot)) };
+            st.conflict = None;
+        }
+        if slot < keys.len() && !waiting && ui.small_button("×").on_hover_text("Remove").clicked() {
+            s.clear_slot(a, slot);
+            changed = true;
+        }
+    }
     changed
 }
 
