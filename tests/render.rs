@@ -39,7 +39,7 @@ fn golden_scenes_match() {
         let scene = scene.as_str();
         let size = if scene.ends_with("@200") { LARGE_UI_SIZE } else { SIZE };
         let actual = render_scene(&gpu, &c, scene, size).unwrap();
-        let file = scene.replace(':', "_").replace('@', "_");
+        let file = scene.replace([':', '@'], "_");
         let golden = root().join("tests/golden").join(format!("{file}.png"));
         if bless {
             write_png(&golden, size, &actual).unwrap();
