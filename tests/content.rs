@@ -972,3 +972,45 @@ fn a_bad_theme_is_an_error_at_its_line_and_a_hard_to_read_one_a_warning() {
     let warns: Vec<String> = r.diagnostics.iter().filter(|x| !x.is_error()).map(|x| x.to_string()).collect();
     assert!(warns.iter().any(|w| w.contains("on the floor of Murk") && w.contains(":1")), "{warns:?}");
 }
+
+#[test]
+fn the_hub_has_a_training_dummy_that_takes_every_hit_and_never_dies() {
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    let defs = c.defs.clone();
+    let d = defs.hub.dummy.clone().expect("the base game's hub has a dummy");
+    let mut hub = Instance::new(1, InstanceKind::Hub, &defs, c.script_factory().create(1), 1);
+    assert_eq!(hub.enemies.len(), 1, "the dummy stands in the hub");
+    assert_eq!(hub.enemies[0].def, d.enemy);
+    // A player right under it, firing up, for ten seconds: far more than its HP.
+    hub.arrive(Player::new(1, "p", Vec2::ZERO));
+    hub.players[0].pos = Vec2::new(d.at[0], d.at[1] + 120.0);
+    let (mut dealt, mut ev, mut req) = (0u32, Vec::new(), Vec::new());
+    for t in 1..=600u32 {
+        let f = hailfire::sim::InputFrame { tick: t, mv: Vec2::ZERO, aim: -90.0, buttons: 1 };
+        let _ = hub.players[0].queue_input(t, f);
+        hub.step(t, &defs, &mut ev, &mut req);
+        for e in ev.drain(..) {
+            match e {
+                SimEvent::BulletHit { target: hailfire::sim::events::Target::Enemy(_), amount, .. } => {
+                    dealt += amount as u32
+                }
+                SimEvent::Death { .. } => panic!("something died in the hub: {e:?}"),
+                _ => {}
+            }
+        }
+    }
+    let max = hub.enemies[0].max_hp as u32;
+    assert!(dealt > max * 3 / 2, "the dummy took {dealt} damage (HP {max}): it was 'killed' and stood again");
+    assert_eq!(hub.enemies.len(), 1, "and it still stands");
+    assert!(hub.players.iter().all(|p| !p.dead && p.hp == hailfire::sim::PLAYER_MAX_HP), "and it hurt nobody");
+}
+
+#[test]
+fn a_hub_dummy_that_could_shoot_is_refused() {
+    let d = mod_with_script("wait(1000)\n");
+    write(d.path(), "hub.toml", "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"imp\"\nat = [100.0, 100.0]\n");
+    assert_error(d.path(), "hub.toml", "must be harmless");
+    let d = mod_with_script("wait(1000)\n");
+    write(d.path(), "hub.toml", "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"nobody\"\nat = [100.0, 100.0]\n");
+    assert_error(d.path(), "hub.toml", "enemy 'nobody' does not exist");
+}

@@ -823,6 +823,21 @@ pub fn check_refs(
         if let Some(why) = hub.theme.problem() {
             diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), format!("hub: {why}")));
         }
+        if let Some(d) = &hub.dummy {
+            // The hub is safe: its dummy must be an enemy that cannot shoot.
+            let why = match defs.enemies.get(&d.enemy) {
+                None => Some(format!("hub: dummy: enemy '{}' does not exist", d.enemy)),
+                Some(e) if e.hostile || !e.emitters.is_empty() => Some(format!(
+                    "hub: dummy: enemy '{}' must be harmless (hostile = false and no emitters): the hub is safe",
+                    d.enemy
+                )),
+                Some(_) if !inside(d.at, hub.arena) => Some(format!("hub: dummy: at {:?} is outside the hub's arena", d.at)),
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                diags.push(Diagnostic::error(Some(id), Some(&m.file("hub.toml")), why));
+            }
+        }
     }
     diags.len() - before
 }

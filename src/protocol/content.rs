@@ -330,6 +330,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         spawn: [read_f32(&mut r)?, read_f32(&mut r)?],
         portal_radius: read_f32(&mut r)?,
         theme: theme_r(&mut r)?,
+        dummy: None,
     };
     let ns = r.count(MAX_SHIPS, 6, "ships")?;
     let mut ships = Vec::with_capacity(ns);

@@ -159,7 +159,8 @@ impl ClientDefs {
                     theme: g.theme.clone(),
                 })
                 .collect(),
-            hub: d.hub.clone(),
+            // The dummy is the server's business: players see it as an enemy.
+            hub: HubDef { dummy: None, ..d.hub.clone() },
             ships: d
                 .ships
                 .iter()

@@ -630,6 +630,18 @@ pub struct HubDef {
     /// How the hub looks.
     #[serde(default)]
     pub theme: ThemeDef,
+    /// A training dummy to shoot at: a harmless enemy that takes every hit and never dies
+    /// (server-side only; players see it as any enemy).
+    #[serde(default)]
+    pub dummy: Option<DummyDef>,
+}
+
+/// Where the hub's training dummy stands and which (harmless) enemy it is.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DummyDef {
+    pub enemy: String,
+    pub at: [f32; 2],
 }
 
 fn default_portal_radius() -> f32 {
@@ -638,7 +650,13 @@ fn default_portal_radius() -> f32 {
 
 impl Default for HubDef {
     fn default() -> Self {
-        HubDef { arena: [960.0, 640.0], spawn: [480.0, 480.0], portal_radius: 28.0, theme: ThemeDef::default() }
+        HubDef {
+            arena: [960.0, 640.0],
+            spawn: [480.0, 480.0],
+            portal_radius: 28.0,
+            theme: ThemeDef::default(),
+            dummy: None,
+        }
     }
 }
 

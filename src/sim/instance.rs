@@ -206,6 +206,15 @@ impl Instance {
             shooters: std::collections::HashMap::new(),
             run: Run::default(),
         }
+        .with_dummy(defs)
+    }
+
+    /// The hub's training dummy, when the content has one.
+    fn with_dummy(mut self, defs: &Defs) -> Self {
+        if let (InstanceKind::Hub, Some(d)) = (&self.kind, &defs.hub.dummy) {
+            self.spawn_enemy(defs, &d.enemy, v2(d.at), &mut Vec::new());
+        }
+        self
     }
 
     pub fn run(&self) -> &Run {
@@ -1036,6 +1045,12 @@ impl Instance {
             match target {
                 Target::Boss if died => self.boss_died(events),
                 Target::Boss => self.check_phase(defs, events),
+                // Nothing dies in the hub: the training dummy is whole again.
+                Target::Enemy(id) if died && self.kind == InstanceKind::Hub => {
+                    if let Some(e) = self.enemies.iter_mut().find(|e| e.id == id) {
+                        e.hp = e.max_hp;
+                    }
+                }
                 Target::Enemy(id) if died => {
                     enemy_died = true;
                     self.scripts.stop(Owner::Enemy(id), None);
