@@ -1008,9 +1008,17 @@ fn the_hub_has_a_training_dummy_that_takes_every_hit_and_never_dies() {
 #[test]
 fn a_hub_dummy_that_could_shoot_is_refused() {
     let d = mod_with_script("wait(1000)\n");
-    write(d.path(), "hub.toml", "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"imp\"\nat = [100.0, 100.0]\n");
+    write(
+        d.path(),
+        "hub.toml",
+        "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"imp\"\nat = [100.0, 100.0]\n",
+    );
     assert_error(d.path(), "hub.toml", "must be harmless");
     let d = mod_with_script("wait(1000)\n");
-    write(d.path(), "hub.toml", "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"nobody\"\nat = [100.0, 100.0]\n");
+    write(
+        d.path(),
+        "hub.toml",
+        "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"nobody\"\nat = [100.0, 100.0]\n",
+    );
     assert_error(d.path(), "hub.toml", "enemy 'nobody' does not exist");
 }

@@ -128,6 +128,15 @@ fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
                 .map(|d| (d.id.clone(), Vec2::new(d.portal[0], d.portal[1]), d.theme.clone()))
                 .collect();
             hud.place = "Hub".into();
+            // What stands in the hub is named (the training dummy), like players are.
+            hud.name_tags = f
+                .enemies
+                .iter()
+                .filter_map(|e| {
+                    let look = looks.enemies.get(e.def as usize)?;
+                    Some((look.name.clone(), egui::pos2(e.pos.x, e.pos.y - look.radius)))
+                })
+                .collect();
             hud.portals = looks
                 .dungeons
                 .iter()
@@ -630,6 +639,13 @@ fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -
         for l in h.portals.iter_mut() {
             let s = cam.world_to_screen(Vec2::new(l.at.x, l.at.y)) * (1.0 / zoom);
             l.at = egui::pos2(s.x, s.y);
+        }
+        if !h.portals.is_empty() {
+            // The hub's tags were placed in the world too.
+            for (_, at) in h.name_tags.iter_mut() {
+                let s = cam.world_to_screen(Vec2::new(at.x, at.y)) * (1.0 / zoom);
+                *at = egui::pos2(s.x, s.y);
+            }
         }
     }
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);

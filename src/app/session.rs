@@ -782,16 +782,26 @@ impl Session {
         };
         // Names over the other players' ships.
         let name_tags = match (v, cam, snap) {
-            (Some(v), Some(cam), Some(s)) => s
-                .players
-                .iter()
-                .filter(|p| Some(p.id) != c.player_id)
-                .filter_map(|p| {
-                    let name = v.roster.iter().find(|(id, _)| *id == p.id)?.1.clone();
-                    let sp = cam.world_to_screen(p.pos) * (1.0 / ppp);
-                    Some((name, egui::pos2(sp.x, sp.y)))
-                })
-                .collect(),
+            (Some(v), Some(cam), Some(s)) => {
+                let tag = |at: Vec2| {
+                    let sp = cam.world_to_screen(at) * (1.0 / ppp);
+                    egui::pos2(sp.x, sp.y)
+                };
+                let mut tags: Vec<(String, egui::Pos2)> = s
+                    .players
+                    .iter()
+                    .filter(|p| Some(p.id) != c.player_id)
+                    .filter_map(|p| Some((v.roster.iter().find(|(id, _)| *id == p.id)?.1.clone(), tag(p.pos))))
+                    .collect();
+                // In the hub, what stands there is named (the training dummy).
+                if v.dungeon.is_empty() {
+                    tags.extend(s.enemies.iter().filter_map(|e| {
+                        let look = defs.enemies.get(e.def as usize)?;
+                        Some((look.name.clone(), tag(e.pos + Vec2::new(0.0, -look.radius))))
+                    }));
+                }
+                tags
+            }
             _ => Vec::new(),
         };
         let damage = match cam {

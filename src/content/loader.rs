@@ -831,7 +831,9 @@ pub fn check_refs(
                     "hub: dummy: enemy '{}' must be harmless (hostile = false and no emitters): the hub is safe",
                     d.enemy
                 )),
-                Some(_) if !inside(d.at, hub.arena) => Some(format!("hub: dummy: at {:?} is outside the hub's arena", d.at)),
+                Some(_) if !inside(d.at, hub.arena) => {
+                    Some(format!("hub: dummy: at {:?} is outside the hub's arena", d.at))
+                }
                 Some(_) => None,
             };
             if let Some(why) = why {
