@@ -117,6 +117,7 @@ pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8
     let hud = hud_state(p);
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
     let ctx = egui::Context::default();
+    crate::app::ui::style::apply(&ctx);
     let mut ui = egui_frame(&ctx, size, |ui| {
         hud::draw(ui.ctx(), &hud);
     });

@@ -56,7 +56,11 @@ pub fn run(host: PreviewHost, opts: PreviewWindowOptions) -> anyhow::Result<()> 
         host,
         opts,
         gfx: None,
-        egui: egui::Context::default(),
+        egui: {
+            let ctx = egui::Context::default();
+            crate::app::ui::style::apply(&ctx);
+            ctx
+        },
         pending_textures: Default::default(),
         sprites: Vec::new(),
         started: Instant::now(),

@@ -84,6 +84,7 @@ impl App {
             }
         };
         let egui_ctx = egui::Context::default();
+        crate::app::ui::style::apply(&egui_ctx);
         // The interface size is a setting; egui's own Ctrl+/- zoom would bypass it.
         egui_ctx.options_mut(|o| o.zoom_with_keyboard = false);
         let mut menu = menu::MenuState::default();

@@ -177,10 +177,14 @@ pub fn main_menu(
         egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
         ui.with_layout(Layout::top_down(Align::Center), |ui| {
             ui.add_space(if compact { 6.0 } else { 40.0 });
-            // On a short screen only the main page has the logo: the others need the room.
-            if !compact || st.page == Page::Main {
+            // The logo: full size on the main page; the other pages need the room (a small
+            // one on a tall screen, none on a short one).
+            if st.page == Page::Main {
                 logo(ui, if compact { 0.6 } else { 1.0 });
                 ui.add_space(if compact { 6.0 } else { 24.0 });
+            } else if r.height() >= 700.0 {
+                logo(ui, 0.6);
+                ui.add_space(12.0);
             }
             if let Some(e) = st.error.clone() {
                 egui::Frame::group(ui.style()).fill(Color32::from_rgb(60, 16, 20)).show(ui, |ui| {
