@@ -172,3 +172,62 @@ fn bullets_are_clipped_to_the_arena_and_nothing_else_is() {
         "the enemy is drawn on both sides of the wall"
     );
 }
+
+#[test]
+fn in_the_colour_blind_palette_every_bullet_reads_on_every_floor_and_shots_stand_apart() {
+    use hailfire::app::render::scene::{Palette, CVD_PLAYER_SHOT, CVD_SAFE};
+    use hailfire::sim::defs::{contrast, MIN_BULLET_CONTRAST};
+    let c = content::load(&[
+        ModRoot::Mod(content::content_dir()),
+        ModRoot::Mod(content::content_dir().parent().unwrap().join("mods/example_spiral")),
+    ]);
+    let looks = hailfire::sim::ClientDefs::from_defs(&c.defs);
+    let floors: Vec<[u8; 3]> = std::iter::once(&looks.hub.theme)
+        .chain(looks.dungeons.iter().map(|d| &d.theme))
+        .flat_map(|t| t.floor_colours())
+        .collect();
+    // Every colour the palette can give, the players' shots' included, reads at 3:1.
+    for col in CVD_SAFE.iter().chain([&CVD_PLAYER_SHOT]) {
+        for f in &floors {
+            assert!(contrast(*col, *f) >= MIN_BULLET_CONTRAST, "{col:?} on {f:?}: {:.2}", contrast(*col, *f));
+        }
+    }
+    // The players' shots never share a colour with an enemy kind, in either palette; in the
+    // colour-blind one not even as eyes without red or green cones see them (Viénot's
+    // simulation of protanopia and deuteranopia, on linear RGB).
+    let seen_as = |c: [f32; 4], m: [[f32; 3]; 3]| -> [f32; 3] {
+        [0, 1, 2].map(|i| m[i][0] * c[0] + m[i][1] * c[1] + m[i][2] * c[2])
+    };
+    let protan = [[0.11238, 0.88762, 0.0], [0.11238, 0.88762, 0.0], [0.00401, -0.00401, 1.0]];
+    let deutan = [[0.29275, 0.70725, 0.0], [0.29275, 0.70725, 0.0], [-0.02234, 0.02234, 1.0]];
+    let apart = |a: [f32; 3], b: [f32; 3]| (0..3).map(|i| (a[i] - b[i]).powi(2)).sum::<f32>().sqrt();
+    let shot = looks.bullets.iter().position(|b| b.id == "player_shot").expect("the players' shot kind");
+    // And with a mod whose enemy kinds are all the players' blue: more kinds than the
+    // palette has colours, so some share one, but never the players'.
+    let mut blue = looks.clone();
+    for k in 0..8u8 {
+        blue.bullets.push(hailfire::sim::client_defs::BulletLook {
+            id: format!("blue_{k}"),
+            radius: 4.0,
+            color: [80 + k * 4, 200, 250],
+            shape: hailfire::sim::defs::Shape::Orb,
+        });
+    }
+    for (looks, cvd) in [(&looks, true), (&looks, false), (&blue, true)] {
+        let p = Palette::with(looks, cvd);
+        let mine = p.kinds[shot].0;
+        for (k, (col, _)) in p.kinds.iter().enumerate().filter(|(k, _)| *k != shot) {
+            assert_ne!(*col, mine, "colour-blind {cvd}: kind {} has the players' colour", looks.bullets[k].id);
+            if cvd {
+                for (eye, m) in [("protanopia", protan), ("deuteranopia", deutan)] {
+                    let d = apart(seen_as(mine, m), seen_as(*col, m));
+                    assert!(
+                        d > 0.25,
+                        "{eye}: kind {} looks like the players' shots ({d:.2} apart)",
+                        looks.bullets[k].id
+                    );
+                }
+            }
+        }
+    }
+}

@@ -121,6 +121,10 @@ pub const CVD_SAFE: [[u8; 3]; 7] = [
     [204, 121, 167], // reddish purple
 ];
 
+/// The players' shots in the colour-blind palette: pale, nearly white, unlike every colour
+/// of [`CVD_SAFE`] (and drawn translucent, as always).
+pub const CVD_PLAYER_SHOT: [u8; 3] = [205, 228, 255];
+
 /// Hue in degrees, or None for greys and whites.
 fn hue(c: [u8; 3]) -> Option<f32> {
     let [r, g, b] = c.map(|v| v as f32 / 255.0);
@@ -179,9 +183,19 @@ impl Palette {
     pub fn with(defs: &ClientDefs, colour_blind_bullets: bool) -> Self {
         let mut p = Palette::new(defs);
         if colour_blind_bullets {
-            let colors: Vec<[u8; 3]> = defs.bullets.iter().map(|b| b.color).collect();
-            for (k, c) in colour_blind(&colors).into_iter().enumerate() {
-                p.kinds[k].0 = rgb_color(c);
+            // The enemy kinds share out the colour-blind colours; the players' shots keep
+            // one of their own, a pale blue-white no enemy kind gets (so they are never
+            // taken for what can hurt you).
+            let player = |b: &crate::sim::client_defs::BulletLook| b.id == crate::sim::config::DEFAULT_PLAYER_BULLET;
+            let enemy: Vec<usize> = (0..defs.bullets.len()).filter(|k| !player(&defs.bullets[*k])).collect();
+            let colors: Vec<[u8; 3]> = enemy.iter().map(|k| defs.bullets[*k].color).collect();
+            for (k, c) in enemy.iter().zip(colour_blind(&colors)) {
+                p.kinds[*k].0 = rgb_color(c);
+            }
+            for (k, b) in defs.bullets.iter().enumerate() {
+                if player(b) {
+                    p.kinds[k].0 = rgb_color(CVD_PLAYER_SHOT);
+                }
             }
         }
         p
