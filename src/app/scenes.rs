@@ -146,6 +146,8 @@ fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
                     at: egui::pos2(d.portal[0], d.portal[1]),
                     near: k == 0,
                     difficulty: d.difficulty,
+                    // In world px until the scene is drawn.
+                    radius: scene::portal_arch(looks.hub.portal_radius),
                 })
                 .collect();
             f.theme = defs.hub.theme.clone();
@@ -640,6 +642,7 @@ fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -
         for l in h.portals.iter_mut() {
             let s = cam.world_to_screen(Vec2::new(l.at.x, l.at.y)) * (1.0 / zoom);
             l.at = egui::pos2(s.x, s.y);
+            l.radius *= cam.scale / zoom;
         }
         if !h.portals.is_empty() {
             // The hub's tags were placed in the world too.

@@ -775,7 +775,8 @@ impl Session {
                         c.records.iter().find(|r| r.dungeon == d),
                     );
                     let difficulty = defs.dungeon(&d).map_or(0, |g| g.difficulty);
-                    crate::app::ui::hud::PortalLabel { text: label, at: egui::pos2(s.x, s.y), near, difficulty }
+                    let radius = crate::app::render::scene::portal_arch(defs.hub.portal_radius) * cam.scale / ppp;
+                    crate::app::ui::hud::PortalLabel { text: label, at: egui::pos2(s.x, s.y), near, difficulty, radius }
                 })
                 .collect(),
             _ => Vec::new(),

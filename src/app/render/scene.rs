@@ -41,6 +41,12 @@ pub const SH_BOSS: f32 = 11.0;
 pub const SH_BACKDROP: f32 = 12.0;
 /// Darkens the arena toward its edges.
 pub const SH_VIGNETTE: f32 = 13.0;
+/// How big a portal is drawn: a third larger than the circle that takes a player in, an
+/// arch to see from across the hub.
+pub fn portal_arch(portal_radius: f32) -> f32 {
+    portal_radius * 1.35
+}
+
 /// A flat disc (a portal's window).
 pub const SH_DISC: f32 = 15.0;
 /// A script's telegraph line: a thin beam that fills from its start as the attack nears
@@ -381,9 +387,7 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
         ..Default::default()
     });
     for (_, p, look) in view.portals {
-        // Drawn a third larger than the circle that takes a player in: an arch to see from
-        // across the hub.
-        let r = view.portal_radius * 1.35;
+        let r = portal_arch(view.portal_radius);
         let accent = rgb_color(parse(&look.accent));
         // The window: the place's floor, its pattern (scaled down to show a few cells),
         // then the turning frame.

@@ -152,6 +152,8 @@ pub struct PortalLabel {
     pub at: Pos2,
     pub near: bool,
     pub difficulty: u8,
+    /// The portal's arch on screen, points (the words go over it).
+    pub radius: f32,
 }
 
 /// Where the network overlay goes (top left).
@@ -164,17 +166,21 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::unique("hud")));
     let text = Color32::from_rgb(225, 230, 245);
     // Portal names; standing in one, what to press to enter.
-    for PortalLabel { text: name, at, near, difficulty } in &hud.portals {
+    for PortalLabel { text: name, at, near, difficulty, radius } in &hud.portals {
+        // Pips just over the portal's arch, the plate over the pips.
+        let top = at.y - radius.max(20.0) - 8.0;
         // On a dark plate, so the words read over any floor.
         let g = p.layout(name.clone(), FontId::proportional(15.0), text, 130.0);
-        let plate =
-            Rect::from_center_size(*at + EVec2::new(0.0, -44.0 - g.size().y / 2.0), g.size() + EVec2::new(14.0, 8.0));
+        let plate = Rect::from_center_size(
+            egui::pos2(at.x, top - 10.0 - g.size().y / 2.0 - 4.0),
+            g.size() + EVec2::new(14.0, 8.0),
+        );
         p.rect_filled(plate, 4.0, Color32::from_rgba_unmultiplied(6, 6, 14, 190));
         p.galley(plate.min + EVec2::new(7.0, 4.0), g, text);
         // Difficulty: five pips under the plate, as many lit as the place is hard.
         if *difficulty > 0 {
             for k in 0..5u8 {
-                let c = *at + EVec2::new((k as f32 - 2.0) * 11.0, -36.0);
+                let c = egui::pos2(at.x + (k as f32 - 2.0) * 11.0, top);
                 if k < *difficulty {
                     p.circle_filled(c, 3.6, Color32::from_rgb(255, 170, 70));
                 } else {
