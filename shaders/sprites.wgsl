@@ -173,7 +173,7 @@ fn sd_polygon(p: vec2<f32>, r: f32, n: f32) -> f32 {
 }
 
 // A body's silhouette (sim::defs::BodyShape: 0 orb, 1 shell, 2 spiked, 3 eye, 4 crystal,
-// 5 cross), `parts` its segments, spikes, sides or arms.
+// 5 cross, 6 dart), `parts` its segments, spikes, sides or arms.
 fn body_sd(kind: u32, p: vec2<f32>, parts: f32) -> f32 {
     let r = length(p);
     let a = atan2(p.y, p.x);
@@ -199,6 +199,7 @@ fn body_sd(kind: u32, p: vec2<f32>, parts: f32) -> f32 {
             let arm = max(abs(q.x - 0.5) - 0.46, q.y - 0.2);
             return min(r - 0.55, arm);
         }
+        case 6u: { return sd_triangle(p); }                             // dart
         default: { return r - 0.92; }                                   // orb, eye
     }
 }

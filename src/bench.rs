@@ -791,6 +791,7 @@ pub fn render_bench(content: &Content, frames: u32) -> RenderBench {
         telegraphs: &[],
         time: 0.0,
         sparks: &[],
+        ships: &[],
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

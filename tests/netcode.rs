@@ -1382,6 +1382,23 @@ fn a_player_picks_any_ship_the_content_has_and_nothing_else() {
     }
     assert_eq!(st.server.world.player(id).unwrap().ship, n - 1, "the last ship, chosen in the hub");
     assert_eq!(st.server.stats.malformed, 0);
+    // Everyone in the hub learns who flies what (to draw each ship's look): the roster
+    // goes out again.
+    st.add_client("friend", LinkProfile::CLEAN);
+    for _ in 0..30 {
+        st.step(|_, _| InputSample::default());
+    }
+    st.clients[0].choose_ship(0);
+    for _ in 0..10 {
+        st.step(|_, _| InputSample::default());
+    }
+    let seen = |c: &hailfire::client::Client<_>| c.view.as_ref().map(|v| v.ships.clone()).unwrap_or_default();
+    assert!(seen(&st.clients[1]).contains(&(id, 0)), "{:?}", seen(&st.clients[1]));
+    st.clients[0].choose_ship(n - 1);
+    for _ in 0..10 {
+        st.step(|_, _| InputSample::default());
+    }
+    assert!(seen(&st.clients[1]).contains(&(id, n - 1)), "the friend saw the change: {:?}", seen(&st.clients[1]));
     // A ship that does not exist is malformed, and changes nothing.
     st.clients[0].choose_ship(n + 5);
     for _ in 0..10 {

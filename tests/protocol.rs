@@ -362,7 +362,7 @@ fn round_trips_for_every_message() {
         },
         ServerMsg::Stats { inputs_dropped: 3, ticks_coasted: 99 },
         ServerMsg::Enter { instance: 7, tick: 1234, dungeon: "warden_keep".into(), arena: (960, 720) },
-        ServerMsg::Roster { instance: 7, players: vec![(1, "a".into()), (20, "bee".into())] },
+        ServerMsg::Roster { instance: 7, players: vec![(1, "a".into(), 0), (20, "bee".into(), 3)] },
         ServerMsg::Events {
             tick: 1234,
             events: vec![
@@ -441,7 +441,7 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &snapshot(), Some(1))).encode(),
         ServerMsg::Events { tick: 2, events: vec![WireEvent::Burst(burst())] }.encode(),
         ServerMsg::Events { tick: 2, events: vec![WireEvent::Spawn(spawn())] }.encode(),
-        ServerMsg::Roster { instance: 1, players: vec![(1, "a".into())] }.encode(),
+        ServerMsg::Roster { instance: 1, players: vec![(1, "a".into(), 2)] }.encode(),
     ];
     for k in 0..200_000u32 {
         let mut b = if k.is_multiple_of(2) {
@@ -759,7 +759,7 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
 fn encode_ships_len(d: &hailfire::sim::ClientDefs) -> usize {
     let mut n = 1; // the count (under 128)
     for s in &d.ships {
-        n += 1 + s.id.len() + 1 + s.name.len() + 1 + 3;
+        n += 1 + s.id.len() + 1 + s.name.len() + 1 + 3 + 6; // ..., stars, colour, body
     }
     n - 1
 }

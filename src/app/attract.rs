@@ -150,6 +150,7 @@ impl Attract {
             telegraphs: &[],
             time,
             sparks: &[],
+            ships: &[],
         };
         scene::build(&view, &self.palette, out);
         // Behind the menus: darker, without the white-hot cores.

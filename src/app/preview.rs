@@ -52,6 +52,7 @@ pub fn sprites(p: &Preview, hitboxes: bool, out: &mut Vec<render::Sprite>) {
             .collect::<Vec<_>>(),
         time: p.tick as f32 / crate::sim::TICK_RATE as f32,
         sparks: &[],
+        ships: &[],
     };
     out.clear();
     scene::build(&view, &palette, out);

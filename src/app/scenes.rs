@@ -632,6 +632,8 @@ fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -
         telegraphs: &f.telegraphs,
         time: 0.0,
         sparks: &sparks,
+        // Players 2 to 4 fly the other ships, so every ship's look is in the pictures.
+        ships: &[(2, 1), (3, 2), (4, 3)],
     };
     let mut sprites = Vec::new();
     scene::build(&view, &palette, &mut sprites);

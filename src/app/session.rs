@@ -683,6 +683,7 @@ impl Session {
         } else {
             defs.dungeon(&v.dungeon).map(|d| d.theme.clone()).unwrap_or_default()
         };
+        let ships = v.ships.clone();
         let view = WorldView {
             theme: &theme,
             arena: v.arena,
@@ -704,6 +705,7 @@ impl Session {
             telegraphs: &telegraphs,
             time,
             sparks: &sparks,
+            ships: &ships,
         };
         scene::build(&view, palette, out);
         scene::apply_look(out, look.low_effects, look.bullet_outline);

@@ -198,6 +198,8 @@ pub struct View {
     pub arena: Vec2,
     pub replica: Replica,
     pub roster: Vec<(u32, String)>,
+    /// The ship each player here flies (its index in the content's ships).
+    pub ships: Vec<(u32, u16)>,
     /// The latest few snapshots, oldest first.
     pub snaps: VecDeque<Snapshot>,
     pub cleared: bool,
@@ -784,6 +786,7 @@ impl<T: Transport> Client<T> {
                     arena,
                     replica: Replica::new(arena, tick),
                     roster: Vec::new(),
+                    ships: Vec::new(),
                     snaps: VecDeque::new(),
                     cleared: false,
                 });
@@ -792,7 +795,8 @@ impl<T: Transport> Client<T> {
             }
             ServerMsg::Roster { instance, players } => {
                 if let Some(v) = self.view.as_mut().filter(|v| v.instance == instance) {
-                    v.roster = players;
+                    v.ships = players.iter().map(|(id, _, ship)| (*id, *ship)).collect();
+                    v.roster = players.into_iter().map(|(id, name, _)| (id, name)).collect();
                 }
             }
             ServerMsg::Events { events, .. } => {

@@ -647,6 +647,9 @@ pub fn check_refs(
         if sh.damage.is_some_and(|d| !(1..=100).contains(&d)) {
             err(f, &sh.id, "damage", bad("damage must be 1..=100"));
         }
+        if let Some(why) = sh.body.problem() {
+            err(f, &sh.id, "body", bad(&why));
+        }
     }
     for b in &m.bosses {
         let f = "bosses.toml";

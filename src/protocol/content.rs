@@ -17,8 +17,8 @@
 //!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py,
 //!                u8 difficulty, theme),
 //!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius, theme,
-//!  var ns, ns x (str id, str name, var stars, rgb)` (ships: format 2; themes: format 3;
-//!  bodies, difficulty and music: format 4).
+//!  var ns, ns x (str id, str name, var stars, rgb, body)` (ships: format 2; themes:
+//!  format 3; bodies, difficulty and music: format 4).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -193,6 +193,7 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         w.str(&sh.name);
         w.var(sh.stars as u64);
         rgb(&mut w, sh.color);
+        body_w(&mut w, &sh.body);
     }
     w.buf
 }
@@ -332,7 +333,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         theme: theme_r(&mut r)?,
         dummy: None,
     };
-    let ns = r.count(MAX_SHIPS, 6, "ships")?;
+    let ns = r.count(MAX_SHIPS, 12, "ships")?;
     let mut ships = Vec::with_capacity(ns);
     for _ in 0..ns {
         ships.push(ShipLook {
@@ -340,6 +341,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
             name: r.str(MAX_NAME, "ship name")?,
             stars: r.var_u32("ship stars")?,
             color: read_rgb(&mut r)?,
+            body: body_r(&mut r)?,
         });
     }
     r.finish()?;

@@ -922,7 +922,8 @@ pub enum ServerMsg {
     Enter { instance: u32, tick: u32, dungeon: String, arena: (u16, u16) },
     /// Type 21, EVENTS. Who is in the receiver's instance, whenever that changes.
     /// `u8 type, var instance, var n, n x (var id, str name)`.
-    Roster { instance: u32, players: Vec<(u32, String)> },
+    /// Who is in the instance: id, name and the ship each flies (protocol 10).
+    Roster { instance: u32, players: Vec<(u32, String, u16)> },
     /// Type 22, EVENTS. What happened in the receiver's instance in one tick (or the
     /// bullets in flight right after `Enter`).
     /// `u8 type, var tick, event...` (events to the end of the message), always about the
@@ -1417,9 +1418,10 @@ impl ServerMsg {
                 w.u8(T_ROSTER);
                 w.var(*instance as u64);
                 w.var(players.len() as u64);
-                for (id, name) in players {
+                for (id, name, ship) in players {
                     w.var(*id as u64);
                     w.str(name);
+                    w.var(*ship as u64);
                 }
             }
             ServerMsg::Events { tick, events } => {
@@ -1666,10 +1668,12 @@ impl ServerMsg {
             },
             T_ROSTER => {
                 let instance = r.var_u32("instance")?;
-                let n = r.count(MAX_LIST, 2, "roster")?;
+                let n = r.count(MAX_LIST, 3, "roster")?;
                 let mut players = Vec::with_capacity(n);
                 for _ in 0..n {
-                    players.push((r.var_u32("id")?, r.str(MAX_NAME, "name")?));
+                    let (id, name) = (r.var_u32("id")?, r.str(MAX_NAME, "name")?);
+                    let ship = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("ship"))?;
+                    players.push((id, name, ship));
                 }
                 ServerMsg::Roster { instance, players }
             }

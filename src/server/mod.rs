@@ -220,6 +220,8 @@ pub struct Server<T: Transport> {
     pub stop_message: Option<String>,
     /// The last fights stopped because their scripts could not go on: (when, line).
     pub stopped: std::collections::VecDeque<(std::time::SystemTime, String)>,
+    /// A player changed ship: the hub's roster (which says who flies what) goes out again.
+    ship_changed: bool,
 }
 
 /// Stopped fights the console's `status` remembers.
@@ -252,6 +254,7 @@ impl<T: Transport> Server<T> {
             bans: bans::BanList::default(),
             records: records::Records::default(),
             stopped: std::collections::VecDeque::new(),
+            ship_changed: false,
             pause: None,
             admin_queue: Vec::new(),
             admin_guesses: std::collections::HashMap::new(),
@@ -407,6 +410,7 @@ impl<T: Transport> Server<T> {
                     Ok(ClientMsg::ChooseShip { ship }) if (ship as usize) < self.world.defs.ships.len() => {
                         let in_hub = self.world.instance_of(player) == Some(self.world.hub);
                         if let (true, Some(p)) = (in_hub, self.world.player_mut(player)) {
+                            self.ship_changed |= p.ship != ship;
                             p.ship = ship;
                         }
                     }
@@ -693,6 +697,9 @@ impl<T: Transport> Server<T> {
         self.pending.retain(|i, _| self.world.instances.contains_key(i));
         let flush = tick.is_multiple_of(self.config.events_every_ticks.max(1));
         let mut roster_changed: BTreeSet<InstanceId> = BTreeSet::new();
+        if std::mem::take(&mut self.ship_changed) {
+            roster_changed.insert(self.world.hub);
+        }
         for e in events {
             match e {
                 SimEvent::Transfer { from, to, .. } => {
@@ -888,7 +895,7 @@ impl<T: Transport> Server<T> {
             .world
             .instances
             .get(&inst)
-            .map_or(Vec::new(), |i| i.players.iter().map(|p| (p.id, p.name.clone())).collect());
+            .map_or(Vec::new(), |i| i.players.iter().map(|p| (p.id, p.name.clone(), p.ship)).collect());
         ServerMsg::Roster { instance: inst, players }
     }
 

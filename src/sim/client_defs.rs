@@ -28,6 +28,7 @@ pub struct ShipLook {
     /// Stars a player needs to fly it.
     pub stars: u32,
     pub color: [u8; 3],
+    pub body: BodyDef,
 }
 pub const MAX_NAME: usize = 64;
 /// Arena sides, px (as the mod loader requires).
@@ -169,6 +170,7 @@ impl ClientDefs {
                     name: sh.name.clone(),
                     stars: sh.stars,
                     color: parse_color(&sh.color),
+                    body: sh.body,
                 })
                 .collect(),
         }
@@ -219,6 +221,9 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
         }
         if sh.stars > 1000 {
             return Err(format!("ship '{}': stars must be 0..=1000", sh.id));
+        }
+        if let Some(why) = sh.body.problem() {
+            return Err(format!("ship '{}': {why}", sh.id));
         }
     }
     let counts = [

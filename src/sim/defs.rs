@@ -387,11 +387,20 @@ pub enum BodyShape {
     Crystal,
     /// A turret: `parts` arms from a round hub.
     Cross,
+    /// An arrowhead pointing where it faces (the ships' default).
+    Dart,
 }
 
 impl BodyShape {
-    pub const ALL: [BodyShape; 6] =
-        [BodyShape::Orb, BodyShape::Shell, BodyShape::Spiked, BodyShape::Eye, BodyShape::Crystal, BodyShape::Cross];
+    pub const ALL: [BodyShape; 7] = [
+        BodyShape::Orb,
+        BodyShape::Shell,
+        BodyShape::Spiked,
+        BodyShape::Eye,
+        BodyShape::Crystal,
+        BodyShape::Cross,
+        BodyShape::Dart,
+    ];
     /// Its number on the wire and in the shader.
     pub fn code(self) -> u8 {
         BodyShape::ALL.iter().position(|b| *b == self).unwrap_or(0) as u8
@@ -692,6 +701,13 @@ pub struct ShipDef {
     /// Damage of each shot (the player bullet kind's when absent).
     #[serde(default)]
     pub damage: Option<i32>,
+    /// How it is drawn: a body shape facing where the ship aims (its `spin` is unused).
+    #[serde(default = "default_ship_body")]
+    pub body: BodyDef,
+}
+
+fn default_ship_body() -> BodyDef {
+    BodyDef { shape: BodyShape::Dart, parts: 3, spin: 0.0 }
 }
 
 fn default_ship_color() -> String {

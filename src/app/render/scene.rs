@@ -112,6 +112,8 @@ pub struct Palette {
     /// Bodies by definition index.
     pub enemy_bodies: Vec<crate::sim::defs::BodyDef>,
     pub boss_bodies: Vec<crate::sim::defs::BodyDef>,
+    /// Ships by index (a player's ship comes with the roster).
+    pub ship_bodies: Vec<crate::sim::defs::BodyDef>,
 }
 
 /// The colour-blind friendly bullet palette: the Okabe-Ito colours, chosen to stay
@@ -221,6 +223,7 @@ impl Palette {
             bosses: defs.bosses.iter().map(|b| rgb_color(b.color)).collect(),
             enemy_bodies: defs.enemies.iter().map(|e| e.body).collect(),
             boss_bodies: defs.bosses.iter().map(|b| b.body).collect(),
+            ship_bodies: defs.ships.iter().map(|s| s.body).collect(),
         }
     }
 }
@@ -268,6 +271,9 @@ pub struct WorldView<'a> {
     pub time: f32,
     /// Particles: sparks from hits, grazes and flares.
     pub sparks: &'a [Spark],
+    /// The ship each player flies (player id, ship index); a player not listed flies the
+    /// first.
+    pub ships: &'a [(u32, u16)],
 }
 
 /// A spark: a short streak flying out from a hit, a graze or a flare (drawn by the client
@@ -501,12 +507,19 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             c = [0.25, 0.25, 0.3, 0.6];
         }
         let r = crate::sim::config::PLAYER_VISUAL_RADIUS;
+        // The ship's look (content), facing the aim; the built-in dart when unknown.
+        let ship = view.ships.iter().find(|(id, _)| *id == p.id).map_or(0, |(_, s)| *s as usize);
+        let look = palette.ship_bodies.get(ship).copied();
+        let (shape, parts) = match look {
+            Some(b) => (SH_BODY + b.shape.code() as f32, b.parts as f32),
+            None => (SH_SHIP, 0.0),
+        };
         out.push(Sprite {
             pos: [pos.x, pos.y],
             size: [r, r],
             dir: [aim.cos(), aim.sin()],
             color: c,
-            params: [SH_SHIP, 0.2, 0.0, -flash_of(view, WireTarget::Player(p.id))],
+            params: [shape, 0.2, parts, -flash_of(view, WireTarget::Player(p.id))],
         });
         // The hitbox dot: what actually gets hit is much smaller than the ship.
         let hb = crate::sim::config::PLAYER_HITBOX_RADIUS;
@@ -753,6 +766,7 @@ mod tests {
             telegraphs: &[],
             time: 0.0,
             sparks: &[],
+            ships: &[],
         };
         let mut out = Vec::new();
         build(&view, &Palette::default(), &mut out);
@@ -812,6 +826,7 @@ mod tests {
             telegraphs: &[(line, 0.5), (ring, 0.2)],
             time: 0.25,
             sparks: &sparks,
+            ships: &[],
         };
         let palette = Palette {
             enemies: vec![[1.0; 4]],
