@@ -273,9 +273,16 @@ fn fs_main(i: Out) -> @location(0) vec4<f32> {
         case 7u, 11u: { d = length(p) - 1.0; }                             // enemy, boss
         case 8u: { d = max(abs(p.x), abs(p.y)) - 1.0; }                    // filled rect
         case 9u: {                                                         // rect outline
-            let edge = max(abs(p.x), abs(p.y));
-            let t = 3.0 / max(i.size.x, i.size.y);
-            d = abs(edge - 1.0 + t) - t;
+            // Each side measured in its own pixels (the arena is not square).
+            let px = (vec2(1.0) - abs(p)) * i.size;
+            let e = min(px.x, px.y);
+            // z: 0 a line, 1 two lines (a keep's masonry), 2 a bright line that glows.
+            let style = u32(i.params.z + 0.5);
+            var w = abs(e - 3.0) - 3.0;
+            if (style == 1u) {
+                w = min(abs(e - 1.5) - 1.5, abs(e - 7.0) - 1.2);
+            }
+            d = w / max(i.size.x, i.size.y);
         }
         case 10u: {                                                        // portal
             let a = atan2(p.y, p.x) + cam.time * 1.5;

@@ -726,9 +726,9 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
     assert!(validate(&bad).unwrap_err().contains("theme: speed"));
     // An unknown backdrop number does not decode.
     let mut bytes = encode(&defs);
-    // Backwards from the end: the ships, the music (f32, 3 x u8, u32), speed, scale, two
-    // colours, the backdrop.
-    let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 11 - 4 - 4 - 3 - 3 - 1;
+    // Backwards from the end: the ships, the music (f32, 3 x u8, u32), the wall, speed,
+    // scale, two colours, the backdrop.
+    let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 11 - 1 - 4 - 4 - 3 - 3 - 1;
     assert_eq!(bytes[hub_theme_at], hailfire::sim::defs::Backdrop::Runes.code());
     bytes[hub_theme_at] = 9;
     assert!(decode(&bytes).is_err());
@@ -753,6 +753,11 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
     assert_eq!(bytes[key_at], hailfire::sim::defs::note_semitone(&defs.hub.theme.music.key).unwrap());
     bytes[key_at] = 12;
     assert!(decode(&bytes).is_err(), "a key past B");
+    let mut bytes = encode(&defs);
+    let wall_at = bytes.len() - 1 - encode_ships_len(&defs) - 11 - 1;
+    assert_eq!(bytes[wall_at], defs.hub.theme.wall.code());
+    bytes[wall_at] = 3;
+    assert!(decode(&bytes).is_err(), "an unknown wall");
 }
 
 /// Bytes the ships take at the end of the content (after the hub's theme).

@@ -9,7 +9,7 @@
 //!
 //! Layout (format 4; integers little-endian, `var` LEB128, `str` u8 length + UTF-8,
 //! `f32` IEEE bits, `rgb` 3 bytes, `theme` = `u8 backdrop, rgb base, rgb accent, f32
-//! scale, f32 speed, music`, `music` = `f32 tempo, u8 key (semitones above C), u8 mode,
+//! scale, f32 speed, u8 wall, music`, `music` = `f32 tempo, u8 key (semitones above C), u8 mode,
 //! u8 lead voice, u32 seed`, `body` = `u8 shape, u8 parts, f32 spin`):
 //! `"HFC" u8 format, var nb, nb x (str id, f32 radius, rgb, u8 shape),
 //!  var ne, ne x (str id, str name, f32 radius, rgb, body),
@@ -198,13 +198,14 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
     w.buf
 }
 
-/// A theme: `u8 backdrop, rgb base, rgb accent, f32 scale, f32 speed, music`.
+/// A theme: `u8 backdrop, rgb base, rgb accent, f32 scale, f32 speed, u8 wall, music`.
 fn theme_w(w: &mut Writer, t: &ThemeDef) {
     w.u8(t.background.code());
     rgb(w, parse_color(&t.base));
     rgb(w, parse_color(&t.accent));
     f32w(w, t.scale);
     f32w(w, t.speed);
+    w.u8(t.wall.code());
     f32w(w, t.music.tempo);
     w.u8(crate::sim::defs::note_semitone(&t.music.key).unwrap_or(9));
     w.u8(t.music.mode.code());
@@ -233,6 +234,7 @@ fn theme_r(r: &mut Reader) -> Result<ThemeDef, ContentError> {
         accent: hex(read_rgb(r)?),
         scale: read_f32(r)?,
         speed: read_f32(r)?,
+        wall: crate::sim::defs::Wall::from_code(r.u8()?).ok_or_else(|| invalid("theme: unknown wall".to_string()))?,
         music: {
             let tempo = read_f32(r)?;
             let key = crate::sim::defs::NOTE_NAMES
@@ -312,7 +314,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         }
         bosses.push(BossLook { id, name, radius, color, body, phases });
     }
-    let nd = r.count(MAX_DUNGEONS, 40, "dungeons")?;
+    let nd = r.count(MAX_DUNGEONS, 41, "dungeons")?;
     let mut dungeons = Vec::with_capacity(nd);
     for _ in 0..nd {
         let id = r.str(MAX_ID, "dungeon id")?;

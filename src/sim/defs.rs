@@ -365,8 +365,33 @@ pub struct ThemeDef {
     pub scale: f32,
     /// Animation speed (0 still ..= 4).
     pub speed: f32,
+    /// How the arena's walls are drawn.
+    pub wall: Wall,
     /// The place's music, synthesised by the client.
     pub music: MusicDef,
+}
+
+/// The arena's walls, drawn in the theme's accent colour.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Wall {
+    /// A thin line.
+    #[default]
+    Line,
+    /// Two lines, a keep's masonry.
+    Double,
+    /// A bright line with a glow, like light through leaves or a rift.
+    Glow,
+}
+
+impl Wall {
+    pub const ALL: [Wall; 3] = [Wall::Line, Wall::Double, Wall::Glow];
+    pub fn code(self) -> u8 {
+        Wall::ALL.iter().position(|w| *w == self).unwrap_or(0) as u8
+    }
+    pub fn from_code(c: u8) -> Option<Wall> {
+        Wall::ALL.get(c as usize).copied()
+    }
 }
 
 /// A body's silhouette, drawn by the client's shader as a signed-distance shape with an
@@ -559,6 +584,7 @@ impl Default for ThemeDef {
             accent: "#2a3160".into(),
             scale: 64.0,
             speed: 1.0,
+            wall: Wall::Line,
             music: MusicDef::default(),
         }
     }

@@ -388,8 +388,17 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     out.push(Sprite {
         pos: [a.x / 2.0, a.y / 2.0],
         size: [a.x / 2.0 + 3.0, a.y / 2.0 + 3.0],
-        color: lighten(rgb_color(parse(&theme.accent)), 0.3),
-        params: [SH_FRAME, 0.0, 0.0, 0.0],
+        color: lighten(
+            rgb_color(parse(&theme.accent)),
+            if theme.wall == crate::sim::defs::Wall::Glow { 0.55 } else { 0.3 },
+        ),
+        // The wall's style in z; a glowing wall gets a halo.
+        params: [
+            SH_FRAME,
+            if theme.wall == crate::sim::defs::Wall::Glow { 0.02 } else { 0.0 },
+            theme.wall.code() as f32,
+            0.0,
+        ],
         ..Default::default()
     });
     for (_, p, look) in view.portals {
