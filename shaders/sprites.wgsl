@@ -44,16 +44,16 @@ struct Out {
     @location(5) extra: f32,
 };
 
-@vertex
-fn vs_main(v: In) -> Out {
+// Corner `v.vid` of instance `v`'s quad, `expand` times its half size `size`, turned to
+// face `dir`.
+fn corner(v: In, expand: f32, size: vec2<f32>) -> Out {
     var corners = array<vec2<f32>, 6>(
         vec2(-1.0, -1.0), vec2(1.0, -1.0), vec2(1.0, 1.0),
         vec2(-1.0, -1.0), vec2(1.0, 1.0), vec2(-1.0, 1.0),
     );
-    let expand = 1.0 + v.params.y;
     let c = corners[v.vid] * expand;
     let d = normalize(select(vec2(1.0, 0.0), v.dir, dot(v.dir, v.dir) > 1e-8));
-    let offset = c * v.size;
+    let offset = c * size;
     let world = v.pos + vec2(offset.x * d.x - offset.y * d.y, offset.x * d.y + offset.y * d.x);
     let screen = (world - cam.origin) * cam.scale;
     var o: Out;
@@ -65,6 +65,11 @@ fn vs_main(v: In) -> Out {
     o.world = world;
     o.extra = length(v.dir);
     return o;
+}
+
+@vertex
+fn vs_main(v: In) -> Out {
+    return corner(v, 1.0 + v.params.y, v.size);
 }
 
 fn hash2(p: vec2<f32>) -> f32 {
@@ -385,30 +390,12 @@ const BLOOM_REACH: f32 = 3.0;
 
 @vertex
 fn vs_bloom(v: In) -> Out {
-    var corners = array<vec2<f32>, 6>(
-        vec2(-1.0, -1.0), vec2(1.0, -1.0), vec2(1.0, 1.0),
-        vec2(-1.0, -1.0), vec2(1.0, 1.0), vec2(-1.0, 1.0),
-    );
     let shape = u32(v.params.x + 0.5);
     // The floor, its pattern, the vignette, frames, telegraphs and discs do not glow: an
-    // empty quad.
+    // empty quad. At least 3 px, so the smallest bullets still cover a pixel of the
+    // quarter-size buffer.
     let glows = !(shape == 8u || shape == 9u || shape == 12u || shape == 13u || shape == 14u || shape == 15u);
-    let c = corners[v.vid] * select(0.0, BLOOM_REACH, glows);
-    let d = normalize(select(vec2(1.0, 0.0), v.dir, dot(v.dir, v.dir) > 1e-8));
-    // At least 3 px, so the smallest bullets still cover a pixel of the quarter buffer.
-    let size = max(v.size, vec2(3.0));
-    let offset = c * size;
-    let world = v.pos + vec2(offset.x * d.x - offset.y * d.y, offset.x * d.y + offset.y * d.x);
-    let screen = (world - cam.origin) * cam.scale;
-    var o: Out;
-    o.clip = vec4(screen.x / cam.screen.x * 2.0 - 1.0, 1.0 - screen.y / cam.screen.y * 2.0, 0.0, 1.0);
-    o.local = c;
-    o.color = v.color;
-    o.params = v.params;
-    o.size = v.size;
-    o.world = world;
-    o.extra = 0.0;
-    return o;
+    return corner(v, select(0.0, BLOOM_REACH, glows), max(v.size, vec2(3.0)));
 }
 
 @fragment
