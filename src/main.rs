@@ -473,8 +473,21 @@ fn main() -> ExitCode {
             if let Some(u) = hailfire::content::user_mods_dir() {
                 println!("user mods:    {}", u.display());
             }
+            let mut examples = Vec::new();
             for m in &c.mods {
-                println!("{:<16} {:<10} {:<8} {}", m.id, m.version, if m.loaded { "loaded" } else { "REFUSED" }, m.dir);
+                if !m.enabled && m.off_by_default {
+                    examples.push(format!("{} ({})", m.id, m.dir));
+                    continue;
+                }
+                let state = match (m.loaded, m.enabled) {
+                    (true, _) => "loaded",
+                    (false, false) => "off",
+                    (false, true) => "REFUSED",
+                };
+                println!("{:<16} {:<10} {:<8} {}", m.id, m.version, state, m.dir);
+            }
+            if !examples.is_empty() {
+                println!("off until asked for (the Mods menu, or --mods on a server): {}", examples.join(", "));
             }
             for d in &c.diagnostics {
                 println!("{d}");
@@ -855,7 +868,12 @@ fn mods_check(paths: &[PathBuf], ticks: u32, verbose: bool) -> ExitCode {
         println!("{d}");
     }
     for m in &report.mods {
-        println!("mod {:<16} {:<8} {:<8} {}", m.id, m.version, if m.loaded { "ok" } else { "refused" }, m.dir);
+        let state = match (m.loaded, m.enabled) {
+            (true, _) => "ok",
+            (false, false) => "off",
+            (false, true) => "refused",
+        };
+        println!("mod {:<16} {:<8} {:<8} {}", m.id, m.version, state, m.dir);
     }
     let errors = report.errors();
     println!(

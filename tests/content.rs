@@ -51,12 +51,17 @@ fn assert_error(dir: &Path, file_line: &str, needle: &str) {
 
 #[test]
 fn shipped_content_and_mods_pass_the_validator() {
+    // The base game as the game loads it, then with every shipped mod asked for.
     let r = validate::check(&[]);
     let errors: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
     assert!(errors.is_empty(), "{}", errors.join("\n"));
     assert!(r.mods.iter().any(|m| m.id == "base" && m.loaded));
+    assert!(r.emitters_run >= 5 && r.bosses_run >= 2, "the dry run actually ran emitters and bosses");
+    let r = validate::check(&[content::content_dir().parent().unwrap().join("mods")]);
+    let errors: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
     assert!(r.mods.iter().any(|m| m.id == "example_spiral" && m.loaded));
-    assert!(r.emitters_run >= 6 && r.bosses_run >= 2, "the dry run actually ran emitters and bosses");
+    assert!(r.emitters_run >= 6, "the example's emitter ran too");
 }
 
 #[test]
@@ -1021,4 +1026,33 @@ fn a_hub_dummy_that_could_shoot_is_refused() {
         "arena = [960.0, 640.0]\nspawn = [480.0, 480.0]\n[dummy]\nenemy = \"nobody\"\nat = [100.0, 100.0]\n",
     );
     assert_error(d.path(), "hub.toml", "enemy 'nobody' does not exist");
+}
+
+#[test]
+fn the_example_mod_ships_but_plays_only_when_asked_for() {
+    let example = content::content_dir().parent().unwrap().join("mods/example_spiral");
+    // What the game and a dedicated server without --mods load: the base game alone.
+    let plain = Content::load_configured(&[], &[]);
+    assert!(!plain.defs.dungeons.contains_key("whirl_pit"), "{:?}", plain.defs.dungeons.keys());
+    let m = plain.mods.iter().find(|m| m.id == "example_spiral").expect("found, and listed as off");
+    assert!(!m.enabled && !m.loaded && m.off_by_default);
+    // `--mods mods/example_spiral` (or the folder of mods) asks for it.
+    for extra in [example.clone(), example.parent().unwrap().to_path_buf()] {
+        let on = Content::load_configured(std::slice::from_ref(&extra), &[]);
+        assert!(on.defs.dungeons.contains_key("whirl_pit"), "--mods {}", extra.display());
+    }
+    // So does the Mods menu's tick (by id); and the player may still turn it off.
+    let ticked =
+        Content::load_chosen(&[], &content::Choice { disabled: vec![], enabled: vec!["example_spiral".into()] }, &[]);
+    assert!(ticked.defs.dungeons.contains_key("whirl_pit"));
+    let both = Content::load_chosen(
+        &[],
+        &content::Choice { disabled: vec!["example_spiral".into()], enabled: vec!["example_spiral".into()] },
+        &[],
+    );
+    assert!(!both.defs.dungeons.contains_key("whirl_pit"), "off wins");
+    // The checker pointed at it checks it.
+    let (n, errs) = check(&example);
+    assert_eq!(n, 0, "{errs:?}");
+    assert!(validate::check(&[example]).mods.iter().any(|m| m.id == "example_spiral" && m.loaded));
 }

@@ -29,6 +29,7 @@ fn settings_round_trip() {
         bullet_outline: true,
         screen_shake: false,
         disabled_mods: vec!["example_spiral".into()],
+        enabled_mods: vec!["my_example".into()],
         ..Default::default()
     };
     s.remember_server("example.org:24680");

@@ -200,7 +200,7 @@ impl Session {
         let ip: std::net::IpAddr = address
             .parse()
             .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
-        let watch = settings.watch_mods.then(|| settings.disabled_mods.clone());
+        let watch = settings.watch_mods.then(|| settings.mod_choice());
         // Friends see this name in their Join menu's LAN list and when they join.
         let config = crate::server::ServerConfig {
             name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),

@@ -198,6 +198,9 @@ pub struct Settings {
     /// Mods (by id) turned off in the Mods menu: not loaded when hosting. The base game
     /// cannot be turned off. Joining a server always plays that server's content.
     pub disabled_mods: Vec<String>,
+    /// Mods (by id) that are off until asked for (examples) and were turned on in the Mods
+    /// menu.
+    pub enabled_mods: Vec<String>,
     /// When hosting, reload mods whose files are saved (new fights use them).
     pub watch_mods: bool,
 }
@@ -231,11 +234,18 @@ impl Default for Settings {
             host_address: "0.0.0.0".into(),
             bindings: default_bindings(),
             disabled_mods: Vec::new(),
+            enabled_mods: Vec::new(),
         }
     }
 }
 
 impl Settings {
+    /// Which mods host-and-play loads: every mod found, less those turned off, and the
+    /// examples turned on.
+    pub fn mod_choice(&self) -> crate::content::Choice {
+        crate::content::Choice { disabled: self.disabled_mods.clone(), enabled: self.enabled_mods.clone() }
+    }
+
     /// `$HAILFIRE_CONFIG_DIR/settings.toml`, else the OS configuration directory.
     pub fn path() -> PathBuf {
         if let Ok(d) = std::env::var("HAILFIRE_CONFIG_DIR") {

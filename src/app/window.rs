@@ -95,10 +95,10 @@ impl App {
             menu.error = Some("The base game content failed to load; see Mods and run `hailfire mods check`.".into());
         }
         // Host-and-play runs the mods the player enabled in the Mods menu.
-        let content = if settings.disabled_mods.is_empty() {
+        let content = if settings.disabled_mods.is_empty() && settings.enabled_mods.is_empty() {
             content
         } else {
-            Content::load_configured(&[], &settings.disabled_mods)
+            Content::load_chosen(&[], &settings.mod_choice(), &[])
         };
         App {
             opts,
@@ -671,7 +671,7 @@ impl App {
                 menu::MenuAction::ModsChanged => {
                     self.save_settings();
                     self.attract = None;
-                    self.content = Content::load_configured(&[], &self.settings.disabled_mods);
+                    self.content = Content::load_chosen(&[], &self.settings.mod_choice(), &[]);
                 }
                 menu::MenuAction::SettingsChanged => settings_changed = true,
             }

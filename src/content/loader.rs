@@ -25,7 +25,9 @@ pub enum ModRoot {
 /// A mod's definitions as read from disk, with where each came from.
 pub struct ParsedMod {
     pub manifest: Manifest,
+    /// Its folder as messages show it, and as found.
     pub dir: String,
+    pub path: PathBuf,
     pub bullets: Vec<BulletKindDef>,
     pub enemies: Vec<EnemyDef>,
     pub bosses: Vec<BossDef>,
@@ -383,7 +385,21 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
             broken.extend(doc.keys.iter().filter(|k| !parsed_ids.contains(&k.as_str())).cloned());
         }
     }
-    Some(ParsedMod { manifest, dir: shown, bullets, enemies, bosses, dungeons, ships, hub, emitters, docs, broken, ok })
+    Some(ParsedMod {
+        manifest,
+        dir: shown,
+        path: dir.to_path_buf(),
+        bullets,
+        enemies,
+        bosses,
+        dungeons,
+        ships,
+        hub,
+        emitters,
+        docs,
+        broken,
+        ok,
+    })
 }
 
 /// Refuses mods with missing or incompatible dependencies, unsupported game versions or

@@ -24,6 +24,14 @@ pub struct Manifest {
     /// Mod id -> version requirement.
     #[serde(default)]
     pub dependencies: BTreeMap<String, VersionReq>,
+    /// False for a mod that is loaded only when asked for (an example that ships with the
+    /// game): turned on in the Mods menu, or named with `--mods`.
+    #[serde(default = "default_true")]
+    pub enabled_by_default: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Manifest {

@@ -35,8 +35,11 @@ pub struct ModSummary {
     pub version: String,
     pub dir: String,
     pub loaded: bool,
-    /// False when the player turned it off in the Mods menu (the base game cannot be).
+    /// False when the player turned it off in the Mods menu (the base game cannot be), or
+    /// when it is off until asked for and nobody asked.
     pub enabled: bool,
+    /// Off until asked for (`enabled_by_default = false` in its mod.toml).
+    pub off_by_default: bool,
 }
 
 /// Everything the game loaded: merged definitions, emitter sources, and the report.
@@ -92,9 +95,18 @@ impl Content {
     /// [`Content::load_configured`] for a server whose `trusted_mods` run in its process:
     /// the load-time dry run runs them there too, as the server will.
     pub fn load_configured_trusting(extra: &[PathBuf], disabled: &[String], trusted: &[String]) -> Content {
+        Content::load_chosen(extra, &Choice { disabled: disabled.to_vec(), enabled: Vec::new() }, trusted)
+    }
+
+    /// The default roots plus `extra` folders, with the player's or operator's choice of
+    /// mods: the mods under `extra` (named with `--mods`) are asked for, so a mod that is
+    /// off by default loads when named there.
+    pub fn load_chosen(extra: &[PathBuf], choice: &Choice, trusted: &[String]) -> Content {
         let mut roots = default_roots();
         roots.extend(extra.iter().map(|p| root_for(p)));
-        load_checked(&roots, false, disabled, trusted)
+        let mut choice = choice.clone();
+        choice.enabled.extend(extra.iter().map(|p| p.canonicalize().unwrap_or(p.clone()).display().to_string()));
+        load_checked(&roots, false, &choice, trusted)
     }
 }
 
@@ -174,13 +186,47 @@ pub fn load_with(roots: &[ModRoot], lenient: bool) -> Content {
 /// when any mod besides the base game is in: a mod whose scripts fail there is refused
 /// with those errors, so the checker's verdict and the game's always agree.
 pub fn load_filtered(roots: &[ModRoot], lenient: bool, disabled: &[String]) -> Content {
-    load_checked(roots, lenient, disabled, &[])
+    load_checked(roots, lenient, &Choice { disabled: disabled.to_vec(), enabled: Vec::new() }, &[])
+}
+
+/// Which mods to load besides the base game: every mod found, less `disabled` (ids), and
+/// those off by default unless named in `enabled` (by id, or by a folder they are in).
+#[derive(Clone, Debug, Default)]
+pub struct Choice {
+    pub disabled: Vec<String>,
+    pub enabled: Vec<String>,
+}
+
+impl Choice {
+    /// Every mod found under `roots` asked for (the checker and the preview load what they
+    /// are pointed at).
+    pub fn all_of(roots: &[ModRoot]) -> Choice {
+        let enabled = roots
+            .iter()
+            .map(|r| match r {
+                ModRoot::Mod(p) | ModRoot::Folder(p) => p.canonicalize().unwrap_or(p.clone()).display().to_string(),
+            })
+            .collect();
+        Choice { disabled: Vec::new(), enabled }
+    }
+
+    /// Whether the mod `id` in `dir`, off by default or not, stays out.
+    fn is_off(&self, id: &str, dir: &std::path::Path, off_by_default: bool) -> bool {
+        if id == "base" {
+            return false;
+        }
+        if self.disabled.iter().any(|d| d == id) {
+            return true;
+        }
+        let canon = dir.canonicalize().unwrap_or(dir.to_path_buf());
+        off_by_default && !self.enabled.iter().any(|e| e == id || canon.starts_with(e))
+    }
 }
 
 /// [`load_filtered`] with the mods in `trusted` dry-run in this process (as a server that
 /// trusts them runs them), the others in script workers.
-pub fn load_checked(roots: &[ModRoot], lenient: bool, disabled: &[String], trusted: &[String]) -> Content {
-    let content = load_inner(roots, lenient, disabled, &[]);
+pub fn load_checked(roots: &[ModRoot], lenient: bool, choice: &Choice, trusted: &[String]) -> Content {
+    let content = load_inner(roots, lenient, choice, &[]);
     if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
         return content;
     }
@@ -195,7 +241,7 @@ pub fn load_checked(roots: &[ModRoot], lenient: bool, disabled: &[String], trust
     if failing.is_empty() {
         return content;
     }
-    let mut again = load_inner(roots, lenient, disabled, &failing);
+    let mut again = load_inner(roots, lenient, choice, &failing);
     let mut diags: Vec<Diagnostic> = dry.diagnostics.into_iter().filter(|d| d.is_error()).collect();
     for id in &failing {
         diags.push(Diagnostic::error(
@@ -211,17 +257,28 @@ pub fn load_checked(roots: &[ModRoot], lenient: bool, disabled: &[String], trust
 
 /// Loads without the load-time dry run: the preview, which runs the mod live and shows its
 /// script errors as they happen, and reloads on every save.
-pub fn load_for_preview(roots: &[ModRoot]) -> Content {
-    load_inner(roots, false, &[], &[])
+pub fn load_for_preview(roots: &[ModRoot], choice: &Choice) -> Content {
+    load_inner(roots, false, choice, &[])
 }
 
-fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[String]) -> Content {
+fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[String]) -> Content {
     let mut diags = Vec::new();
     let mut parsed: Vec<_> = loader::discover(roots).iter().filter_map(|d| loader::parse_mod(d, &mut diags)).collect();
     for m in parsed.iter_mut().filter(|m| refused.contains(&m.manifest.id)) {
         m.ok = false;
     }
-    let is_off = |id: &str| id != "base" && disabled.iter().any(|d| d == id);
+    // A mod folder given by itself (not found in a folder of mods) is asked for.
+    let mut choice = choice.clone();
+    choice.enabled.extend(roots.iter().filter_map(|r| match r {
+        ModRoot::Mod(p) => Some(p.canonicalize().unwrap_or(p.clone()).display().to_string()),
+        ModRoot::Folder(_) => None,
+    }));
+    let off: Vec<String> = parsed
+        .iter()
+        .filter(|m| choice.is_off(&m.manifest.id, &m.path, !m.manifest.enabled_by_default))
+        .map(|m| m.manifest.id.clone())
+        .collect();
+    let is_off = |id: &str| off.iter().any(|o| o == id);
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
     let broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>> =
         parsed.iter().filter(|m| !m.broken.is_empty()).map(|m| (m.manifest.id.clone(), m.broken.clone())).collect();
@@ -237,6 +294,7 @@ fn load_inner(roots: &[ModRoot], lenient: bool, disabled: &[String], refused: &[
             dir: m.dir.clone(),
             loaded: false,
             enabled: !is_off(&m.manifest.id),
+            off_by_default: !m.manifest.enabled_by_default,
         })
         .collect();
     parsed.retain(|m| !is_off(&m.manifest.id));

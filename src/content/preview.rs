@@ -46,7 +46,8 @@ impl Preview {
         // Everything the game loads (a mod may depend on another), and this one.
         let mut roots = super::default_roots();
         roots.push(root_for(path));
-        let content = load_for_preview(&roots);
+        // The mod previewed is asked for, even one that is off by default (an example).
+        let content = load_for_preview(&roots, &super::Choice::all_of(&roots[roots.len() - 1..]));
         let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
         if !errors.is_empty() {
             return Err(errors);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::diag::Diagnostic;
-use super::{load_with, ModRoot};
+use super::ModRoot;
 use crate::sim::defs::{Behaviour, DungeonDef, EnemyDef};
 use crate::sim::instance::{Instance, InstanceKind};
 use crate::sim::player::{InputFrame, Player, BTN_FIRE};
@@ -59,7 +59,9 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
             missing.push(Diagnostic::error(None, Some(&p.to_string_lossy()), "no such file or folder"));
         }
     }
-    let content = load_with(&roots, true);
+    // What it is pointed at is checked, examples that are off by default included.
+    let asked = if paths.is_empty() { super::Choice::default() } else { super::Choice::all_of(&roots[1..]) };
+    let content = super::load_checked(&roots, true, &asked, &[]);
     let mut diagnostics = content.diagnostics.clone();
     diagnostics.extend(missing);
     let d = dry_run(&content, ticks);

@@ -55,8 +55,8 @@ pub struct ModReloader {
     requested: bool,
     /// The extra mod folders the server was started with.
     pub mods: Vec<std::path::PathBuf>,
-    /// Mods turned off (host-and-play's Mods menu).
-    pub disabled: Vec<String>,
+    /// Mods turned off or on (host-and-play's Mods menu).
+    pub choice: crate::content::Choice,
     /// Mods whose scripts run in the server's process (`trusted_mods`).
     pub trusted: Vec<String>,
     /// Whether players may be asked to rejoin (a dedicated server: yes; host-and-play: no,
@@ -73,7 +73,7 @@ impl ModReloader {
             watcher: None,
             requested: false,
             mods: mods.to_vec(),
-            disabled: Vec::new(),
+            choice: Default::default(),
             trusted: Vec::new(),
             allow_rejoin: true,
             loading: None,
@@ -100,8 +100,8 @@ impl ModReloader {
 
     /// Leaves these mods out of every reload, and never asks players to rejoin (the host
     /// of host-and-play is one of them).
-    pub fn for_host(mut self, disabled: Vec<String>) -> Self {
-        self.disabled = disabled;
+    pub fn for_host(mut self, choice: crate::content::Choice) -> Self {
+        self.choice = choice;
         self.allow_rejoin = false;
         self
     }
@@ -115,9 +115,9 @@ impl ModReloader {
                 w.changed_at = None;
             }
             let (tx, rx) = std::sync::mpsc::channel();
-            let (mods, disabled, trusted) = (self.mods.clone(), self.disabled.clone(), self.trusted.clone());
+            let (mods, choice, trusted) = (self.mods.clone(), self.choice.clone(), self.trusted.clone());
             let spawned = std::thread::Builder::new().name("hailfire-reload".into()).spawn(move || {
-                let _ = tx.send(Content::load_configured_trusting(&mods, &disabled, &trusted));
+                let _ = tx.send(Content::load_chosen(&mods, &choice, &trusted));
             });
             match spawned {
                 Ok(_) => self.loading = Some(rx),

@@ -33,13 +33,13 @@ impl ListenServer {
         Self::start_watching(content, bind, config, None)
     }
 
-    /// [`start`](Self::start), reloading saved mods (leaving out `watch`'s disabled ones)
+    /// [`start`](Self::start), reloading saved mods (with `watch`'s choice of mods)
     /// for the fights that start after a save, as `--dedicated --watch-mods` does.
     pub fn start_watching(
         content: Content,
         bind: SocketAddr,
         config: ServerConfig,
-        watch: Option<Vec<String>>,
+        watch: Option<crate::content::Choice>,
     ) -> anyhow::Result<ListenServer> {
         // Friends' games would refuse content that fails their validator: say so now.
         if let Some(e) = &content.client_refusal {
@@ -97,8 +97,8 @@ impl ListenServer {
                         Err(e) => tracing::warn!("the ban list is unreadable, so nobody is banned: {e}"),
                     }
                 }
-                let mut reloader = watch.and_then(|disabled| match super::dedicated::ModReloader::new(&[]) {
-                    Ok(r) => Some(r.for_host(disabled)),
+                let mut reloader = watch.and_then(|choice| match super::dedicated::ModReloader::new(&[]) {
+                    Ok(r) => Some(r.for_host(choice)),
                     Err(e) => {
                         tracing::warn!("watching mods: {e}");
                         None

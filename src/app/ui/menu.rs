@@ -716,15 +716,21 @@ fn mods_page(ui: &mut egui::Ui, content: &Content, settings: &mut Settings) -> b
             } else {
                 ("refused", Color32::from_rgb(255, 120, 110))
             };
-            let label = RichText::new(format!("{}  {}  ({})  — {mark}", m.name, m.version, m.id)).size(17.0).color(col);
+            // An example that ships with the game says so: it is off until ticked.
+            let note = if m.off_by_default { "  · an example, off until ticked" } else { "" };
+            let label =
+                RichText::new(format!("{}  {}  ({})  — {mark}{note}", m.name, m.version, m.id)).size(17.0).color(col);
             if m.id == "base" {
                 ui.label(label);
             } else {
                 let mut on = m.enabled;
                 if ui.checkbox(&mut on, label).changed() {
                     settings.disabled_mods.retain(|d| *d != m.id);
-                    if !on {
-                        settings.disabled_mods.push(m.id.clone());
+                    settings.enabled_mods.retain(|d| *d != m.id);
+                    match (on, m.off_by_default) {
+                        (false, _) => settings.disabled_mods.push(m.id.clone()),
+                        (true, true) => settings.enabled_mods.push(m.id.clone()),
+                        (true, false) => {}
                     }
                     changed = true;
                 }
