@@ -1262,3 +1262,161 @@ pub fn instances(content: &Content, n: u32, threads: usize, quick: bool, workers
     }
     out
 }
+
+/// One row of the balance bench: a dungeon played by one setup of bots, several runs.
+#[derive(Debug, Clone)]
+pub struct BalanceRow {
+    pub dungeon: String,
+    /// "1 drifting", "1 dodging", "2 dodging", "4 dodging".
+    pub setup: String,
+    pub runs: u32,
+    pub cleared: u32,
+    /// Median seconds from arriving to the first death among the bots (the run's length
+    /// when nobody died; a drifting bot's run ends at its death or after `limit_s`).
+    pub median_survival_s: f64,
+    /// Mean seconds each boss phase lasted, over the runs that reached it.
+    pub phase_s: Vec<Option<f64>>,
+}
+
+impl std::fmt::Display for BalanceRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let phases: Vec<String> =
+            self.phase_s.iter().map(|p| p.map_or("-".to_string(), |s| format!("{s:.0} s"))).collect();
+        write!(
+            f,
+            "{:<14} {:<11} cleared {}/{} ({:>3.0} %)  median survival {:>5.1} s  boss phases: {}",
+            self.dungeon,
+            self.setup,
+            self.cleared,
+            self.runs,
+            100.0 * self.cleared as f64 / self.runs.max(1) as f64,
+            self.median_survival_s,
+            phases.join(", ")
+        )
+    }
+}
+
+/// What one bench run saw.
+pub struct BalanceRun {
+    pub cleared: bool,
+    pub survival_s: f64,
+    /// (phase index, seconds it lasted)
+    pub phases: Vec<(usize, f64)>,
+}
+
+/// Plays `dungeon` once with `bots` bots of `plan` (real server, real clients, in process,
+/// one seed), for at most `limit_s` seconds of game time.
+pub fn balance_run(
+    content: &Content,
+    dungeon: &str,
+    plan: crate::client::bot::Plan,
+    bots: usize,
+    seed: u64,
+    limit_s: f64,
+) -> BalanceRun {
+    use crate::client::bot::{Brain, Plan};
+    use crate::protocol::messages::F_DEAD;
+    use crate::stepper::Stepper;
+    let config = crate::server::ServerConfig { seed, ..Default::default() };
+    let mut st = Stepper::new(content.clone(), config);
+    let mut brains: Vec<Brain> = (0..bots)
+        .map(|i| {
+            st.add_client(&format!("bot{i}"), crate::net::LinkProfile::CLEAN);
+            Brain::new(plan, dungeon, seed * 31 + i as u64)
+        })
+        .collect();
+    let (mut arrived, mut first_death): (Option<u64>, Option<u64>) = (None, None);
+    let mut phase: Option<(usize, u64)> = None;
+    let mut phases = Vec::new();
+    let limit = (limit_s * crate::sim::TICK_RATE as f64) as u64;
+    let mut cleared = false;
+    let secs = |t: u64| t as f64 / crate::sim::TICK_RATE as f64;
+    while st.ticks < limit + arrived.unwrap_or(0) {
+        st.step(|i, c| brains[i].think(c));
+        let here = st.clients.iter().any(|c| c.view.as_ref().is_some_and(|v| v.dungeon == dungeon));
+        if here && arrived.is_none() {
+            arrived = Some(st.ticks);
+        }
+        if arrived.is_none() {
+            if st.ticks > 60 * crate::sim::TICK_RATE as u64 {
+                break; // never got in
+            }
+            continue;
+        }
+        let in_fight = |c: &crate::stepper::DynClient| c.view.as_ref().is_some_and(|v| v.dungeon == dungeon);
+        if first_death.is_none()
+            && st.clients.iter().any(|c| in_fight(c) && c.own_state().is_some_and(|o| o.flags & F_DEAD != 0))
+        {
+            first_death = Some(st.ticks);
+            if plan == Plan::Dungeon {
+                break;
+            }
+        }
+        let now_phase =
+            st.clients[0].view.as_ref().and_then(|v| v.latest()).and_then(|s| s.boss).map(|b| b.phase as usize);
+        if let Some(p) = now_phase {
+            match phase {
+                Some((q, at)) if q != p => {
+                    phases.push((q, secs(st.ticks - at)));
+                    phase = Some((p, st.ticks));
+                }
+                None => phase = Some((p, st.ticks)),
+                _ => {}
+            }
+        }
+        // A dodging run ends with its summary.
+        if let Some(s) = st.clients.iter().find_map(|c| c.summaries.last()) {
+            cleared = s.outcome == crate::sim::events::RunOutcome::Cleared;
+            if cleared {
+                if let Some((q, at)) = phase.take() {
+                    phases.push((q, secs(st.ticks - at)));
+                }
+            }
+            break;
+        }
+    }
+    let start = arrived.unwrap_or(st.ticks);
+    BalanceRun { cleared, survival_s: secs(first_death.unwrap_or(st.ticks).saturating_sub(start)), phases }
+}
+
+/// The balance bench: every dungeon (or `only`), each played by one drifting bot, one, two
+/// and four dodging bots, `runs` times each with seeds 1..=runs.
+pub fn balance_bench(content: &Content, only: Option<&str>, runs: u32, quick: bool) -> Vec<BalanceRow> {
+    use crate::client::bot::Plan;
+    let mut dungeons: Vec<(&String, &crate::sim::defs::DungeonDef)> = content.defs.dungeons.iter().collect();
+    dungeons.sort_by_key(|(id, d)| (d.difficulty, (*id).clone()));
+    let mut rows = Vec::new();
+    let limit = if quick { 240.0 } else { 420.0 };
+    for (id, def) in dungeons.into_iter().filter(|(id, _)| only.is_none_or(|o| o == id.as_str())) {
+        let n_phases = content.defs.bosses.get(&def.boss).map_or(0, |b| b.phases.len());
+        for (setup, plan, bots, limit_s) in [
+            ("1 drifting", Plan::Dungeon, 1, 60.0),
+            ("1 dodging", Plan::Dodge, 1, limit),
+            ("2 dodging", Plan::Dodge, 2, limit),
+            ("4 dodging", Plan::Dodge, 4, limit),
+        ] {
+            let results: Vec<BalanceRun> =
+                (1..=runs as u64).map(|seed| balance_run(content, id, plan, bots, seed, limit_s)).collect();
+            let mut surv: Vec<f64> = results.iter().map(|r| r.survival_s).collect();
+            surv.sort_by(f64::total_cmp);
+            let phase_s = (0..n_phases)
+                .map(|p| {
+                    let d: Vec<f64> = results
+                        .iter()
+                        .flat_map(|r| r.phases.iter().filter(|(q, _)| *q == p).map(|(_, s)| *s))
+                        .collect();
+                    (!d.is_empty()).then(|| d.iter().sum::<f64>() / d.len() as f64)
+                })
+                .collect();
+            rows.push(BalanceRow {
+                dungeon: id.clone(),
+                setup: setup.to_string(),
+                runs,
+                cleared: results.iter().filter(|r| r.cleared).count() as u32,
+                median_survival_s: surv.get(surv.len() / 2).copied().unwrap_or(0.0),
+                phase_s,
+            });
+        }
+    }
+    rows
+}

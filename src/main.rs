@@ -287,6 +287,16 @@ enum Command {
         /// With --flood: datagrams a second of the garbage flood.
         #[arg(long, requires = "flood", default_value_t = 16_000)]
         rate: u32,
+        /// The balance bench: each dungeon played by bots (one drifting; one, two and four
+        /// dodging), in process, deterministic per seed: clear rates, survival, boss phases.
+        #[arg(long, conflicts_with_all = ["instances", "net", "render", "join", "bullets", "flood"])]
+        balance: bool,
+        /// With --balance: one dungeon only.
+        #[arg(long, requires = "balance")]
+        dungeon: Option<String>,
+        /// With --balance: runs of each setup (seeds 1..=N; default 5, 2 with --quick).
+        #[arg(long, requires = "balance", value_parser = clap::value_parser!(u32).range(1..=100))]
+        runs: Option<u32>,
     },
 }
 
@@ -492,6 +502,22 @@ fn main() -> ExitCode {
             for d in &c.diagnostics {
                 println!("{d}");
             }
+            ExitCode::SUCCESS
+        }
+        Some(Command::Bench { balance: true, dungeon, runs, quick, .. }) => {
+            let content = hailfire::content::Content::load_default();
+            if let Some(d) = dungeon.as_deref().filter(|d| !content.defs.dungeons.contains_key(*d)) {
+                let known: Vec<&str> = content.defs.dungeons.keys().map(|k| k.as_str()).collect();
+                eprintln!("hailfire bench: no dungeon '{d}' (dungeons: {})", known.join(", "));
+                return ExitCode::FAILURE;
+            }
+            let runs = runs.unwrap_or(if quick { 2 } else { 5 });
+            println!("balance bench: {runs} run(s) of each setup, seeds 1..={runs}");
+            let t = std::time::Instant::now();
+            for row in hailfire::bench::balance_bench(&content, dungeon.as_deref(), runs, quick) {
+                println!("{row}");
+            }
+            println!("({:.0} s)", t.elapsed().as_secs_f64());
             ExitCode::SUCCESS
         }
         Some(Command::Bench { flood: true, seconds, rate, .. }) => {

@@ -957,3 +957,16 @@ fn a_ship_fires_its_pattern_from_content() {
     assert!(d.ships.len() >= 4, "four ships ship");
     assert_eq!(d.ships.keys().next().map(String::as_str), Some("arrow"), "everyone starts in the Arrow");
 }
+
+#[test]
+fn four_dodging_bots_clear_every_shipped_dungeon_and_see_every_boss_phase() {
+    use hailfire::client::bot::Plan;
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    for (id, d) in &c.defs.dungeons {
+        let r = hailfire::bench::balance_run(&c, id, Plan::Dodge, 4, 1, 420.0);
+        assert!(r.cleared, "{id}: four dodging bots did not clear it in 7 minutes");
+        let phases = c.defs.bosses[&d.boss].phases.len();
+        let seen: std::collections::BTreeSet<usize> = r.phases.iter().map(|(p, _)| *p).collect();
+        assert_eq!(seen.len(), phases, "{id}: the boss's phases seen {seen:?} of {phases}");
+    }
+}
