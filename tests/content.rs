@@ -346,6 +346,31 @@ fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
 }
 
 #[test]
+fn hints_reach_the_players_in_order_and_bad_ones_are_errors_at_their_line() {
+    let (mut inst, defs) = instance_with(
+        "hint('Move with {move}')\nwait(2)\nhint('Hold {focus} to slow down')\nwait(1)\nhint('Flare!')\nwait(1000)\n",
+        1,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 6);
+    let said: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            SimEvent::Hint { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["Move with {move}", "Hold {focus} to slow down", "Flare!"]);
+    let d = mod_with_script("wait(1)\nhint('')\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "hint: the text must be 1..=160 bytes");
+    let d = mod_with_script("wait(1)\n\nhint('ring\\7')\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "no control characters");
+    let d = mod_with_script("wait(1)\nfor i = 1, 5 do hint('x') end\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "more than 4 hints in one tick");
+}
+
+#[test]
 fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
     let (mut inst, defs) = instance_with(
         "task(function() while true do shot{speed = 1} wait(10) end end)\nevery(5, 3, function(i) shot{speed = 2} end)\nwait(100000)\n",

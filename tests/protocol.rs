@@ -394,6 +394,7 @@ fn round_trips_for_every_message() {
                     ticks: 24,
                     circle: false,
                 }),
+                WireEvent::Hint { text: "Hold {focus} to slow down".into() },
                 WireEvent::Telegraph(Telegraph {
                     pos: Vec2::new(10.0, 30.0),
                     angle: 0.0,

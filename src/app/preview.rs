@@ -101,6 +101,12 @@ pub fn hud_state(p: &Preview) -> HudState {
         portals: Vec::new(),
         banner: None,
         hint: None,
+        // The script's hint, for eight seconds.
+        lesson: p
+            .hint
+            .as_ref()
+            .filter(|(_, at)| p.tick < at + 8 * crate::sim::TICK_RATE)
+            .map(|(t, _)| (t.clone(), 1.0)),
         notices: Vec::new(),
         server_line: None,
         leave_key: String::new(),

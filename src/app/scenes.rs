@@ -357,6 +357,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
         portals: vec![],
         banner: None,
         hint: None,
+        lesson: None,
         notices: if dead { Vec::new() } else { vec!["[server] the server restarts in 5 minutes".into()] },
         server_line: None,
         leave_key: "F / B".into(),

@@ -45,6 +45,8 @@ pub struct Session {
     /// frame saved here, until this time.
     hitstop: Option<Instant>,
     frozen: Option<(Vec<Sprite>, Camera)>,
+    /// A script's words for the players (a tutorial's lesson), and when they came.
+    pub lesson: Option<(String, Instant)>,
     /// Grazes counted when last heard, and who was downed (for their sounds).
     grazes_heard: u32,
     downed_heard: Vec<u32>,
@@ -106,6 +108,8 @@ pub fn portal_label(
     label
 }
 
+/// How long a script's hint stays on screen, seconds.
+const LESSON_SECONDS: f32 = 8.0;
 /// Most sparks in flight.
 const MAX_SPARKS: usize = 400;
 /// How long the picture holds still when a boss's phase changes.
@@ -170,6 +174,7 @@ impl Session {
             spark_seed: 1,
             hitstop: None,
             frozen: None,
+            lesson: None,
             grazes_heard: 0,
             downed_heard: Vec::new(),
             ship_sent: false,
@@ -422,6 +427,7 @@ impl Session {
                 ClientEvent::Entered { dungeon } => {
                     audio.play("portal");
                     self.telegraphs.clear();
+                    self.lesson = None;
                     if dungeon.is_empty() {
                         self.returning = false;
                         if !self.arrived_hub {
@@ -457,6 +463,7 @@ impl Session {
                     self.banner = Some(("Dungeon cleared!".into(), Instant::now()));
                 }
                 ClientEvent::Sfx { name, .. } => audio.play(&name),
+                ClientEvent::Hint(text) => self.lesson = Some((text, Instant::now())),
                 ClientEvent::Telegraph(t) => {
                     // A hostile server could send many: the oldest go first.
                     if self.telegraphs.len() >= MAX_TELEGRAPHS_SHOWN {
@@ -886,6 +893,11 @@ impl Session {
             portals,
             banner: self.banner.as_ref().map(|(b, _)| b.clone()),
             hint,
+            // A lesson shows for eight seconds (fading in its last), or until the next.
+            lesson: self.lesson.as_ref().and_then(|(t, at)| {
+                let age = at.elapsed().as_secs_f32();
+                (age < LESSON_SECONDS).then(|| (t.clone(), (LESSON_SECONDS - age).min(1.0)))
+            }),
             notices: self.notices.iter().map(|(n, _)| n.clone()).collect(),
             // In the hub: where this is (the server's name and message of the day; when
             // hosting, where friends join).

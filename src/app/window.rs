@@ -439,15 +439,7 @@ impl App {
     /// An action's first keyboard/mouse binding and first gamepad binding, as players
     /// know them: "F / B".
     fn keys_for(&self, a: Action) -> String {
-        let v = self.settings.bindings.get(&a).cloned().unwrap_or_default();
-        let name = |k: &String| input::display_name(k, self.menu.pad_family);
-        let kb = v.iter().find(|k| !k.starts_with("Pad")).map(name);
-        let pad = v.iter().find(|k| k.starts_with("Pad")).map(name);
-        match (kb, pad) {
-            (Some(k), Some(p)) => format!("{k} / {p}"),
-            (Some(k), None) | (None, Some(k)) => k,
-            (None, None) => "(unbound)".into(),
-        }
+        keys_for(&self.settings, self.menu.pad_family, a)
     }
 
     fn hint(&self) -> Option<String> {
@@ -490,12 +482,15 @@ impl App {
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));
-        let hud = self.session.as_mut().map(|s| {
+        let mut hud = self.session.as_mut().map(|s| {
             let mut h = s.hud(Some(&cam), ppp, &self.settings, hint);
             h.leave_key = leave_key;
             h.interact_key = interact_key;
             h
         });
+        if let Some(h) = hud.as_mut() {
+            h.lesson = h.lesson.take().map(|(t, a)| (fill_keys(&self.settings, self.menu.pad_family, &t), a));
+        }
         let mut menu_action = None;
         let mut game_action = None;
         let mut hud_action = None;
@@ -851,4 +846,43 @@ impl ApplicationHandler for App {
         }
         el.set_control_flow(ControlFlow::WaitUntil(self.next_tick));
     }
+}
+
+/// An action's first keyboard/mouse binding and first gamepad binding, as players know
+/// them: "F / B".
+fn keys_for(settings: &Settings, family: input::PadFamily, a: Action) -> String {
+    let v = settings.bindings.get(&a).cloned().unwrap_or_default();
+    let name = |k: &String| input::display_name(k, family);
+    let kb = v.iter().find(|k| !k.starts_with("Pad")).map(name);
+    let pad = v.iter().find(|k| k.starts_with("Pad")).map(name);
+    match (kb, pad) {
+        (Some(k), Some(p)) => format!("{k} / {p}"),
+        (Some(k), None) | (None, Some(k)) => k,
+        (None, None) => "(unbound)".into(),
+    }
+}
+
+/// A script's hint with the player's keys put in: `{fire}`, `{focus}`, `{flare}`,
+/// `{escape}`, `{interact}`, `{move}`.
+pub fn fill_keys(settings: &Settings, family: input::PadFamily, text: &str) -> String {
+    let mut out = text.to_string();
+    for (name, a) in [
+        ("{fire}", Action::Fire),
+        ("{focus}", Action::Focus),
+        ("{flare}", Action::Flare),
+        ("{escape}", Action::Escape),
+        ("{interact}", Action::Interact),
+    ] {
+        if out.contains(name) {
+            out = out.replace(name, &keys_for(settings, family, a));
+        }
+    }
+    if out.contains("{move}") {
+        let keys: Vec<String> = [Action::MoveUp, Action::MoveLeft, Action::MoveDown, Action::MoveRight]
+            .iter()
+            .map(|a| keys_for(settings, family, *a).split(" / ").next().unwrap_or_default().to_string())
+            .collect();
+        out = out.replace("{move}", &keys.join(""));
+    }
+    out
 }

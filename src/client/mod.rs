@@ -105,6 +105,8 @@ pub enum ClientEvent {
     },
     /// A warning before an attack, to draw for its ticks.
     Telegraph(crate::sim::script::Telegraph),
+    /// A script's words for the players (a tutorial's lesson).
+    Hint(String),
     Hit {
         target: WireTarget,
     },
@@ -816,6 +818,7 @@ impl<T: Transport> Client<T> {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
                         WireEvent::Telegraph(t) => self.events.push(ClientEvent::Telegraph(*t)),
+                        WireEvent::Hint { text } => self.events.push(ClientEvent::Hint(text.clone())),
                         WireEvent::Flare { player, pos, .. } => {
                             self.events.push(ClientEvent::Flare { player: *player, pos: *pos })
                         }

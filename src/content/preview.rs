@@ -33,6 +33,8 @@ pub struct Preview {
     pub run_errors: Vec<String>,
     /// The scripts' telegraphs still showing, with the tick each came.
     pub telegraphs: Vec<(crate::sim::script::Telegraph, u32)>,
+    /// The scripts' last hint and the tick it came.
+    pub hint: Option<(String, u32)>,
 }
 
 /// Run-time errors the preview keeps.
@@ -96,7 +98,16 @@ impl Preview {
             Target::Boss(_) => inst.start_boss(&defs, 0, &mut ev),
             Target::Enemy(e) => inst.spawn_enemy(&defs, e, Vec2::new(arena.x * 0.5, arena.y * 0.3), &mut ev),
         }
-        Ok(Preview { content, inst, tick: 0, target, phase, run_errors: Vec::new(), telegraphs: Vec::new() })
+        Ok(Preview {
+            content,
+            inst,
+            tick: 0,
+            target,
+            phase,
+            run_errors: Vec::new(),
+            telegraphs: Vec::new(),
+            hint: None,
+        })
     }
 
     /// One tick: the dummies drift slowly (and never die), the phase is held if asked.
@@ -122,6 +133,10 @@ impl Preview {
         self.telegraphs.retain(|(g, at)| t < at + g.ticks as u32);
         for e in ev {
             let msg = match e {
+                crate::sim::SimEvent::Hint { text, .. } => {
+                    self.hint = Some((text, t));
+                    continue;
+                }
                 crate::sim::SimEvent::Telegraph { telegraph, .. } => {
                     if self.telegraphs.len() < 256 {
                         self.telegraphs.push((telegraph, t));

@@ -856,6 +856,10 @@ pub enum WireEvent {
     /// angle (1/65536 turn), `u16 length` px, `u8 width` px, `u8 ticks`, `u8` 0 line or 1
     /// circle (protocol 10).
     Telegraph(crate::sim::script::Telegraph),
+    /// A script's words for the players (`hint(text)`): `str text` (protocol 10).
+    Hint {
+        text: String,
+    },
     /// A player's flare on `tick` at exactly `pos` (f32 bits): the replica clears the
     /// enemy bullets it would have cleared (`BulletPool::flared`), as the server did.
     Flare {
@@ -1510,6 +1514,10 @@ impl ServerMsg {
                             w.u8(13);
                             w.var(*wave as u64);
                         }
+                        WireEvent::Hint { text } => {
+                            w.u8(15);
+                            w.str(text);
+                        }
                         WireEvent::Telegraph(t) => {
                             w.u8(14);
                             w.i16(grid::pos_q(t.pos.x));
@@ -1740,6 +1748,7 @@ impl ServerMsg {
                         11 => WireEvent::Out { player: r.var_u32("player")? },
                         12 => WireEvent::Revived { player: r.var_u32("player")?, by: r.var_u32("player")? },
                         13 => WireEvent::Wave { wave: r.var_u32("wave")? },
+                        15 => WireEvent::Hint { text: r.str(crate::sim::script::HINT_MAX_BYTES, "hint")? },
                         14 => {
                             let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
                             let angle = r.u16()? as f32 / 65536.0 * 360.0;

@@ -32,6 +32,7 @@ pub fn batches(events: &[SimEvent]) -> BTreeMap<InstanceId, Vec<WireEvent>> {
             SimEvent::InstanceCleared { instance } => (*instance, WireEvent::Cleared),
             SimEvent::Sfx { instance, name, pos } => (*instance, WireEvent::Sfx { name: name.clone(), pos: *pos }),
             SimEvent::Telegraph { instance, telegraph } => (*instance, WireEvent::Telegraph(*telegraph)),
+            SimEvent::Hint { instance, text } => (*instance, WireEvent::Hint { text: text.clone() }),
             SimEvent::Flare { instance, player, pos, tick } => {
                 (*instance, WireEvent::Flare { player: *player, tick: *tick, pos: *pos })
             }

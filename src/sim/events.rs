@@ -145,6 +145,11 @@ pub enum SimEvent {
         name: String,
         pos: Vec2,
     },
+    /// A script's words for the players in the instance (`hint(text)`).
+    Hint {
+        instance: InstanceId,
+        text: String,
+    },
     /// A script's warning before an attack (drawn by clients, nothing else).
     Telegraph {
         instance: InstanceId,

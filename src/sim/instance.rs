@@ -738,6 +738,7 @@ impl Instance {
                     events.push(SimEvent::Sfx { instance: self.id, name: name.clone(), pos: *pos })
                 }
                 ScriptCmd::Telegraph(t) => events.push(SimEvent::Telegraph { instance: self.id, telegraph: *t }),
+                ScriptCmd::Hint(text) => events.push(SimEvent::Hint { instance: self.id, text: text.clone() }),
             }
         }
         self.cmds = cmds;

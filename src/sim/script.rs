@@ -110,10 +110,33 @@ impl Telegraph {
 pub enum ScriptCmd {
     Shot(ShotCmd),
     Burst(BurstCmd),
-    MoveTo { owner: Owner, target: Vec2, ticks: u32 },
-    Spawn { enemy: String, pos: Vec2 },
-    Sfx { name: String, pos: Vec2 },
+    MoveTo {
+        owner: Owner,
+        target: Vec2,
+        ticks: u32,
+    },
+    Spawn {
+        enemy: String,
+        pos: Vec2,
+    },
+    Sfx {
+        name: String,
+        pos: Vec2,
+    },
     Telegraph(Telegraph),
+    /// Words for the players on screen (`hint(text)`): a tutorial's lesson.
+    Hint(String),
+}
+
+/// Longest hint, bytes (the wire carries it as a string).
+pub const HINT_MAX_BYTES: usize = 160;
+/// Most hints one mod's scripts may show in a tick.
+pub const HINTS_PER_TICK: usize = 4;
+
+/// Whether `text` may be shown as a hint: 1..=HINT_MAX_BYTES bytes with no control or
+/// invisible characters (what every client's decoder accepts).
+pub fn hint_ok(text: &str) -> bool {
+    !text.is_empty() && text.len() <= HINT_MAX_BYTES && !text.chars().any(crate::protocol::names::invisible)
 }
 
 /// A message from the script runtime: `log(...)` output or an error that stopped an emitter.

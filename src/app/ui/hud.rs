@@ -36,6 +36,9 @@ pub struct HudState {
     pub name_tags: Vec<(String, Pos2)>,
     pub banner: Option<String>,
     pub hint: Option<String>,
+    /// A script's words for the players (a tutorial's lesson) and how much of it shows
+    /// (1 full, fading to 0), the player's keys already filled in.
+    pub lesson: Option<(String, f32)>,
     /// What the server said lately (operator's `say`, answers to admin commands).
     pub notices: Vec<String>,
     /// The server's name and message of the day (in the hub).
@@ -392,6 +395,28 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             FontId::proportional(34.0),
             Color32::from_rgb(255, 230, 140),
         );
+    }
+    // A lesson: large, on a plate above the bottom of the screen, over the world.
+    if let Some((text, a)) = &hud.lesson {
+        let a = a.clamp(0.0, 1.0);
+        let g = p.layout(
+            text.clone(),
+            FontId::proportional(21.0),
+            Color32::from_rgba_unmultiplied(255, 244, 200, (255.0 * a) as u8),
+            (screen.width() - 40.0).min(720.0),
+        );
+        let r = Rect::from_center_size(
+            Pos2::new(screen.center().x, screen.bottom() - 150.0 - g.size().y / 2.0),
+            g.size() + EVec2::new(28.0, 16.0),
+        );
+        p.rect_filled(r, 8.0, Color32::from_rgba_unmultiplied(10, 8, 24, (215.0 * a) as u8));
+        p.rect_stroke(
+            r,
+            8.0,
+            Stroke::new(1.5, Color32::from_rgba_unmultiplied(255, 120, 150, (200.0 * a) as u8)),
+            egui::StrokeKind::Inside,
+        );
+        p.galley(r.min + EVec2::new(14.0, 8.0), g, Color32::WHITE);
     }
     if let Some(h) = &hud.hint {
         p.text(

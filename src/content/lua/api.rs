@@ -422,6 +422,27 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         })?,
     )?;
     g.set(
+        "hint",
+        lua.create_function(|lua, text: String| {
+            use crate::sim::script::{hint_ok, HINTS_PER_TICK, HINT_MAX_BYTES};
+            if !hint_ok(&text) {
+                return Err(rt_err(format!(
+                    "{}hint: the text must be 1..={HINT_MAX_BYTES} bytes with no control characters, not '{}'",
+                    caller(lua),
+                    escape_text(&text.chars().take(40).collect::<String>())
+                )));
+            }
+            with_ctx(lua, |c| {
+                if c.hints >= HINTS_PER_TICK {
+                    return Err(rt_err(format!("hint: more than {HINTS_PER_TICK} hints in one tick")));
+                }
+                c.hints += 1;
+                c.cmds.push(ScriptCmd::Hint(text));
+                Ok(())
+            })
+        })?,
+    )?;
+    g.set(
         "telegraph",
         lua.create_function(|lua, t: Table| {
             let at = || caller(lua);

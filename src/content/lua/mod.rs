@@ -125,6 +125,7 @@ struct Ctx {
     shots: usize,
     spawns: usize,
     telegraphs: usize,
+    hints: usize,
     /// Where the running script was at the last hook ("file:line"), for errors that carry
     /// no position of their own (running out of memory).
     last_pos: String,
@@ -375,6 +376,7 @@ impl LuaRuntime {
             shots: 0,
             spawns: 0,
             telegraphs: 0,
+            hints: 0,
             last_pos: String::new(),
             cmds: Vec::new(),
             logs: Vec::new(),
@@ -507,6 +509,7 @@ impl Scripting for LuaRuntime {
             c.shots = 0;
             c.spawns = 0;
             c.telegraphs = 0;
+            c.hints = 0;
         }
         let mut failed: Vec<(u64, String, String)> = Vec::new();
         // When the instance's budget ran out last tick, the tasks that were left waiting

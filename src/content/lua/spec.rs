@@ -230,6 +230,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
         prelude: false,
     },
     ApiFn {
+        name: "hint",
+        params: &[("text", "string", "1..=160 bytes; {fire}, {focus}, {flare}, {escape}, {interact}, {move} show the player's keys")],
+        returns: &[],
+        doc: "Shows every player in the fight a line of text at the bottom of the screen for a few seconds (a tutorial's lesson). At most 4 a tick.",
+        prelude: false,
+    },
+    ApiFn {
         name: "telegraph",
         params: &[("t", "hf.Telegraph", "the warning")],
         returns: &[],

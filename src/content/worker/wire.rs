@@ -459,6 +459,10 @@ impl Answer {
                     f32w(&mut w, pos.x);
                     f32w(&mut w, pos.y);
                 }
+                ScriptCmd::Hint(text) => {
+                    w.u8(6);
+                    self::text(&mut w, text);
+                }
                 ScriptCmd::Telegraph(t) => {
                     w.u8(5);
                     for v in [t.pos.x, t.pos.y, t.angle, t.length, t.width] {
@@ -490,7 +494,7 @@ impl Answer {
         let tasks = r.u32()?;
         let n = r.count(CMDS_PER_MOD * mods, 9, "commands")?;
         let mut cmds = Vec::with_capacity(n);
-        let (mut shots, mut spawns, mut telegraphs) = (0usize, 0usize, 0usize);
+        let (mut shots, mut spawns, mut telegraphs, mut hints) = (0usize, 0usize, 0usize, 0usize);
         for _ in 0..n {
             cmds.push(match r.u8()? {
                 0 => {
@@ -532,6 +536,14 @@ impl Answer {
                     }
                     ScriptCmd::Sfx { name, pos: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?) }
                 }
+                6 => {
+                    hints += 1;
+                    let t = read_text(&mut r, crate::sim::script::HINT_MAX_BYTES, "hint")?;
+                    if !crate::sim::script::hint_ok(&t) {
+                        return Err(DecodeError::BadValue("hint"));
+                    }
+                    ScriptCmd::Hint(t)
+                }
                 5 => {
                     telegraphs += 1;
                     let pos = Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?);
@@ -554,6 +566,7 @@ impl Answer {
             if shots > SHOTS_PER_MOD * mods
                 || spawns > SPAWNS_PER_MOD * mods
                 || telegraphs > crate::sim::script::TELEGRAPHS_PER_TICK * mods
+                || hints > crate::sim::script::HINTS_PER_TICK * mods
             {
                 return Err(DecodeError::BadValue("more than the API allows in one tick"));
             }
@@ -619,6 +632,7 @@ mod tests {
                 ScriptCmd::Spawn { enemy: "bat".into(), pos: Vec2::ZERO },
                 ScriptCmd::Sfx { name: "boom".into(), pos: Vec2::ZERO },
                 ScriptCmd::Telegraph(tele()),
+                ScriptCmd::Hint("Fire with {fire}".into()),
             ],
             msgs: vec![ScriptMessage::Log("hi".into()), ScriptMessage::Error("bad".into())],
             tasks: 4,
@@ -671,6 +685,8 @@ mod tests {
             let b = Answer { cmds: vec![ScriptCmd::Telegraph(t)], ..Default::default() }.encode();
             assert!(Answer::decode(&b[5..], 2, |_| true, 1).is_err(), "{t:?}");
         }
+        let bad = Answer { cmds: vec![ScriptCmd::Hint("a\u{0007}bell".into())], ..Default::default() }.encode();
+        assert!(Answer::decode(&bad[5..], 2, |_| true, 1).is_err(), "a hint no client could show");
         let n = crate::sim::script::TELEGRAPHS_PER_TICK + 1;
         let b = Answer { cmds: vec![ScriptCmd::Telegraph(tele()); n], ..Default::default() }.encode();
         assert!(Answer::decode(&b[5..], 2, |_| true, 1).is_err(), "{n} telegraphs in a tick");
