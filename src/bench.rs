@@ -317,6 +317,7 @@ pub fn stress_n(content: &Content, bullets: u32, ticks: u32) -> (BenchResult, f6
             range: 0.0,
             emitters: vec!["bench_stress".into()],
             hostile: true,
+            damage_taken_mult: 1.0,
         },
     );
     let mut d: DungeonDef = content.defs.dungeons["warden_keep"].clone();

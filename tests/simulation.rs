@@ -970,3 +970,34 @@ fn four_dodging_bots_clear_every_shipped_dungeon_and_see_every_boss_phase() {
         assert_eq!(seen.len(), phases, "{id}: the boss's phases seen {seen:?} of {phases}");
     }
 }
+
+#[test]
+fn the_tutorial_teaches_in_order_and_a_dodging_newcomer_clears_it() {
+    use hailfire::client::bot::{Brain, Plan};
+    use hailfire::client::ClientEvent;
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    let script = std::fs::read_to_string(content::content_dir().join("emitters/tutorial_lessons.lua")).unwrap();
+    // The lessons as the script says them, in order.
+    let lessons: Vec<&str> =
+        script.lines().filter_map(|l| l.trim().strip_prefix("hint(\"")?.strip_suffix("\")")).collect();
+    assert!(lessons.len() >= 8, "{lessons:?}");
+    let mut st = hailfire::stepper::Stepper::new(c, Default::default());
+    st.add_client("newcomer", hailfire::net::LinkProfile::CLEAN);
+    let mut brain = Brain::new(Plan::Dodge, "tutorial", 1);
+    let mut heard = Vec::new();
+    for _ in 0..10 * 60 * 60 {
+        st.step(|_, cl| brain.think(cl));
+        for e in st.clients[0].events.drain(..) {
+            if let ClientEvent::Hint(t) = e {
+                heard.push(t);
+            }
+        }
+        if !st.clients[0].summaries.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(heard, lessons, "every lesson, once, in order");
+    let s = st.clients[0].summaries.last().expect("the run ended");
+    assert_eq!(s.outcome, hailfire::sim::events::RunOutcome::Cleared, "{s:?}");
+    assert!(s.ticks > 90 * 60, "about three minutes, not a rush: {} s", s.ticks / 60);
+}

@@ -77,6 +77,8 @@ fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
         (Some(_), Some(_)) => 180,
     };
     let mut telegraphs: Vec<(crate::sim::script::Telegraph, u32)> = Vec::new();
+    // The scripts' last hint (a tutorial's lesson), with default keys.
+    let mut lesson: Option<String> = None;
     for k in 0..ticks {
         for id in 1..=players {
             let a = k as f32 * 0.025 + id as f32 * 1.9;
@@ -95,10 +97,12 @@ fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
         let tick = w.tick + 1;
         telegraphs.retain(|(g, at)| tick < at + g.ticks as u32);
         for e in w.step() {
-            if let crate::sim::SimEvent::Telegraph { instance, telegraph } = e {
-                if *instance == inst {
+            match e {
+                crate::sim::SimEvent::Telegraph { instance, telegraph } if *instance == inst => {
                     telegraphs.push((*telegraph, tick));
                 }
+                crate::sim::SimEvent::Hint { instance, text } if *instance == inst => lesson = Some(text.clone()),
+                _ => {}
             }
         }
     }
@@ -106,7 +110,9 @@ fn place(content: &Content, name: &str) -> anyhow::Result<Fixture> {
     let mut f = fixture_of(&w, inst, false);
     f.telegraphs = telegraphs.iter().map(|(g, at)| (*g, (now - at) as f32 / g.ticks.max(1) as f32)).collect();
     let looks = crate::sim::ClientDefs::from_defs(&defs);
+    let keys = crate::app::settings::Settings::default();
     let mut hud = HudState {
+        lesson: lesson.map(|t| (crate::app::window::fill_keys(&keys, Default::default(), &t), 1.0)),
         hp: 100,
         max_hp: 100,
         in_dungeon: dungeon.is_some(),

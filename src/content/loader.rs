@@ -614,6 +614,9 @@ pub fn check_refs(
         if let Some(why) = e.body.problem() {
             err(f, &e.id, "body", format!("enemy '{}': {why}", e.id));
         }
+        if !(e.damage_taken_mult.is_finite() && (0.0..=10.0).contains(&e.damage_taken_mult)) {
+            err(f, &e.id, "damage_taken_mult", format!("enemy '{}': damage_taken_mult must be 0..=10", e.id));
+        }
         for em in e.emitters.iter().map(|x| x.id.as_str()) {
             if !emitter_ok(em) {
                 err(

@@ -191,6 +191,7 @@ pub fn dry_run_trusting(
                     range: 0.0,
                     emitters: vec![crate::sim::defs::EmitterRef::plain(id)],
                     hostile: true,
+                    damage_taken_mult: 1.0,
                 },
             );
         }

@@ -199,6 +199,10 @@ pub struct EnemyDef {
     /// A hostile enemy must have an emitter (the content tests assert it).
     #[serde(default = "default_true")]
     pub hostile: bool,
+    /// Damage from player bullets is multiplied by this (0: it cannot be hurt, and leaves
+    /// only when its script calls `leave()`).
+    #[serde(default = "default_mult")]
+    pub damage_taken_mult: f32,
 }
 
 fn default_enemy_color() -> String {

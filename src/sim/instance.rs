@@ -739,6 +739,13 @@ impl Instance {
                 }
                 ScriptCmd::Telegraph(t) => events.push(SimEvent::Telegraph { instance: self.id, telegraph: *t }),
                 ScriptCmd::Hint(text) => events.push(SimEvent::Hint { instance: self.id, text: text.clone() }),
+                ScriptCmd::Leave { owner: Owner::Enemy(id) } => {
+                    if let Some(at) = self.enemies.iter().position(|e| e.id == *id) {
+                        self.enemies.remove(at);
+                        self.scripts.stop(Owner::Enemy(*id), None);
+                    }
+                }
+                ScriptCmd::Leave { owner: Owner::Boss } => {}
             }
         }
         self.cmds = cmds;
@@ -1023,8 +1030,10 @@ impl Instance {
                     if e.hp <= 0 {
                         continue;
                     }
-                    e.hp -= base;
-                    (&mut e.hp, base)
+                    let mult = defs.enemies.get(&e.def).map_or(1.0, |d| d.damage_taken_mult);
+                    let amount = if mult == 1.0 { base } else { ((base as f32) * mult).round() as i32 };
+                    e.hp -= amount;
+                    (&mut e.hp, amount)
                 }
                 Target::Player(_) => continue,
             };

@@ -126,6 +126,10 @@ pub enum ScriptCmd {
     Telegraph(Telegraph),
     /// Words for the players on screen (`hint(text)`): a tutorial's lesson.
     Hint(String),
+    /// The enemy leaves the fight (`leave()`): gone without dying, its scripts stopped.
+    Leave {
+        owner: Owner,
+    },
 }
 
 /// Longest hint, bytes (the wire carries it as a string).

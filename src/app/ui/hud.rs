@@ -396,7 +396,8 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             Color32::from_rgb(255, 230, 140),
         );
     }
-    // A lesson: large, on a plate above the bottom of the screen, over the world.
+    // A lesson: large, on a see-through plate at the top (under the boss bar when there
+    // is one), where it hides the least of the fight.
     if let Some((text, a)) = &hud.lesson {
         let a = a.clamp(0.0, 1.0);
         let g = p.layout(
@@ -405,11 +406,12 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             Color32::from_rgba_unmultiplied(255, 244, 200, (255.0 * a) as u8),
             (screen.width() - 40.0).min(720.0),
         );
-        let r = Rect::from_center_size(
-            Pos2::new(screen.center().x, screen.bottom() - 150.0 - g.size().y / 2.0),
+        let top = if hud.boss.is_some() { 86.0 } else { 44.0 };
+        let r = Rect::from_min_size(
+            Pos2::new(screen.center().x - g.size().x / 2.0 - 14.0, top),
             g.size() + EVec2::new(28.0, 16.0),
         );
-        p.rect_filled(r, 8.0, Color32::from_rgba_unmultiplied(10, 8, 24, (215.0 * a) as u8));
+        p.rect_filled(r, 8.0, Color32::from_rgba_unmultiplied(10, 8, 24, (165.0 * a) as u8));
         p.rect_stroke(
             r,
             8.0,

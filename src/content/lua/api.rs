@@ -338,6 +338,12 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
     g.set("party_size", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok(c.party)))?)?;
     g.set("arena", lua.create_function(|lua, ()| with_ctx(lua, |c| Ok((c.arena.x, c.arena.y))))?)?;
     g.set(
+        "enemy_count",
+        lua.create_function(|lua, ()| {
+            with_ctx(lua, |c| Ok(c.owners.iter().filter(|o| matches!(o.owner, Owner::Enemy(_)) && o.hp > 0).count()))
+        })?,
+    )?;
+    g.set(
         "rand",
         lua.create_function(|lua, (a, b): (Option<f64>, Option<f64>)| {
             with_ctx(lua, |c| {
@@ -365,6 +371,20 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     ticks: ticks.unwrap_or(60).clamp(1, 36_000),
                 });
                 Ok(())
+            })
+        })?,
+    )?;
+    g.set(
+        "leave",
+        lua.create_function(|lua, ()| {
+            let at = caller(lua);
+            with_ctx(lua, |c| match c.owner {
+                Owner::Enemy(_) => {
+                    let owner = c.owner;
+                    c.cmds.push(ScriptCmd::Leave { owner });
+                    Ok(())
+                }
+                Owner::Boss => Err(rt_err(format!("{at}leave: a boss cannot leave its fight (it ends when it dies)"))),
             })
         })?,
     )?;

@@ -201,6 +201,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
         prelude: false,
     },
     ApiFn {
+        name: "enemy_count",
+        params: &[],
+        returns: &["integer"],
+        doc: "Enemies alive in the fight as this tick began (the caller too, if it is one; not the boss).",
+        prelude: false,
+    },
+    ApiFn {
         name: "move_to",
         params: &[
             ("x", "number", ""),
@@ -209,6 +216,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
         ],
         returns: &[],
         doc: "Moves the owner in a straight line; overrides its behaviour meanwhile.",
+        prelude: false,
+    },
+    ApiFn {
+        name: "leave",
+        params: &[],
+        returns: &[],
+        doc: "The calling enemy leaves the fight at the end of the tick: gone without dying (no kill), its scripts stopped. A boss cannot.",
         prelude: false,
     },
     ApiFn {

@@ -463,6 +463,10 @@ impl Answer {
                     w.u8(6);
                     self::text(&mut w, text);
                 }
+                ScriptCmd::Leave { owner } => {
+                    w.u8(7);
+                    owner_w(&mut w, *owner);
+                }
                 ScriptCmd::Telegraph(t) => {
                     w.u8(5);
                     for v in [t.pos.x, t.pos.y, t.angle, t.length, t.width] {
@@ -536,6 +540,7 @@ impl Answer {
                     }
                     ScriptCmd::Sfx { name, pos: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?) }
                 }
+                7 => ScriptCmd::Leave { owner: owner_r(&mut r)? },
                 6 => {
                     hints += 1;
                     let t = read_text(&mut r, crate::sim::script::HINT_MAX_BYTES, "hint")?;
@@ -633,6 +638,7 @@ mod tests {
                 ScriptCmd::Sfx { name: "boom".into(), pos: Vec2::ZERO },
                 ScriptCmd::Telegraph(tele()),
                 ScriptCmd::Hint("Fire with {fire}".into()),
+                ScriptCmd::Leave { owner: Owner::Enemy(3) },
             ],
             msgs: vec![ScriptMessage::Log("hi".into()), ScriptMessage::Error("bad".into())],
             tasks: 4,
