@@ -371,6 +371,45 @@ fn hints_reach_the_players_in_order_and_bad_ones_are_errors_at_their_line() {
 }
 
 #[test]
+fn enemy_count_leave_and_an_enemy_that_cannot_be_hurt() {
+    // The first imp counts itself and the two it spawned, waits for them to go (they leave
+    // after five ticks), then leaves.
+    let (mut inst, defs) = instance_with(
+        "if me().id ~= 1 then wait(5) leave() wait(1000) end\nspawn('imp', 100, 100)\nspawn('imp', 200, 100)\nwait(1)\nlog('count ' .. enemy_count())\nwait_until(function() return enemy_count() <= 1 end)\nleave()\nwait(1000)\n",
+        1,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 3);
+    assert!(
+        ev.iter().any(|e| matches!(e, SimEvent::ScriptLog { message, .. } if message.ends_with("count 3"))),
+        "{ev:?}"
+    );
+    // Gone without dying: no death, no kill.
+    let ev = run(&mut inst, &defs, 4, 10);
+    assert!(inst.enemies.is_empty(), "{:?}", inst.enemies.iter().map(|e| e.id).collect::<Vec<_>>());
+    assert!(!ev.iter().any(|e| matches!(e, SimEvent::Death { .. })), "leaving is not dying");
+    // A boss cannot leave: an error at its line.
+    let d = mod_with_script("wait(1)\nleave()\nwait(1000)\n");
+    write(
+        d.path(),
+        "bosses.toml",
+        "[ogre]\nname = \"Ogre\"\nhp = 100\nradius = 20.0\n[[ogre.phases]]\nname = \"One\"\nhp_threshold = 1.0\nemitters = [\"e\"]\n",
+    );
+    assert_error(d.path(), "e.lua:2", "a boss cannot leave");
+    // damage_taken_mult = 0: shots land on it and take nothing.
+    let c = content::load(&[ModRoot::Mod(content::content_dir())]);
+    assert_eq!(c.defs.enemies["tutorial_proctor"].damage_taken_mult, 0.0);
+    let d = mod_with_script("wait(1000)\n");
+    write(
+        d.path(),
+        "enemies.toml",
+        "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"e\"]\ndamage_taken_mult = -1.0\n",
+    );
+    assert_error(d.path(), "enemies.toml", "damage_taken_mult must be 0..=10");
+}
+
+#[test]
 fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
     let (mut inst, defs) = instance_with(
         "task(function() while true do shot{speed = 1} wait(10) end end)\nevery(5, 3, function(i) shot{speed = 2} end)\nwait(100000)\n",

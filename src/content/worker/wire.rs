@@ -496,7 +496,8 @@ impl Answer {
         let mods = mods.max(1);
         let mut r = Reader::new(p);
         let tasks = r.u32()?;
-        let n = r.count(CMDS_PER_MOD * mods, 9, "commands")?;
+        // The smallest command is a boss's leave: 2 bytes.
+        let n = r.count(CMDS_PER_MOD * mods, 2, "commands")?;
         let mut cmds = Vec::with_capacity(n);
         let (mut shots, mut spawns, mut telegraphs, mut hints) = (0usize, 0usize, 0usize, 0usize);
         for _ in 0..n {
