@@ -587,6 +587,7 @@ fn main() -> ExitCode {
         Some(Command::Bench { quick, net, render, .. }) => bench(quick, net, render),
         #[cfg(feature = "desktop")]
         Some(Command::Render { music: Some(id), seconds, phase, out, .. }) => render_music(&id, seconds, phase, &out),
+        #[cfg(feature = "desktop")]
         Some(Command::Render { scene, out, width, height, .. }) => {
             render(scene.as_deref().unwrap_or_default(), &out, (width, height))
         }
