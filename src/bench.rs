@@ -1275,6 +1275,8 @@ pub struct BalanceRow {
     /// Median seconds from arriving to the first death among the bots (the run's length
     /// when nobody died; a drifting bot's run ends at its death or after `limit_s`).
     pub median_survival_s: f64,
+    /// The shortest of those.
+    pub min_survival_s: f64,
     /// Mean seconds each boss phase lasted, over the runs that reached it.
     pub phase_s: Vec<Option<f64>>,
 }
@@ -1285,13 +1287,14 @@ impl std::fmt::Display for BalanceRow {
             self.phase_s.iter().map(|p| p.map_or("-".to_string(), |s| format!("{s:.0} s"))).collect();
         write!(
             f,
-            "{:<14} {:<11} cleared {}/{} ({:>3.0} %)  median survival {:>5.1} s  boss phases: {}",
+            "{:<17} {:<10} cleared {:>2}/{:<2} ({:>3.0} %)  survival median {:>5.1} s, shortest {:>5.1} s  boss phases: {}",
             self.dungeon,
             self.setup,
             self.cleared,
             self.runs,
             100.0 * self.cleared as f64 / self.runs.max(1) as f64,
             self.median_survival_s,
+            self.min_survival_s,
             phases.join(", ")
         )
     }
@@ -1415,6 +1418,7 @@ pub fn balance_bench(content: &Content, only: Option<&str>, runs: u32, quick: bo
                 runs,
                 cleared: results.iter().filter(|r| r.cleared).count() as u32,
                 median_survival_s: surv.get(surv.len() / 2).copied().unwrap_or(0.0),
+                min_survival_s: surv.first().copied().unwrap_or(0.0),
                 phase_s,
             });
         }

@@ -995,13 +995,17 @@ fn every_place_has_a_theme_and_every_shipped_bullet_reads_on_every_floor() {
         ModRoot::Mod(content::content_dir().parent().unwrap().join("mods/example_spiral")),
     ]);
     assert!(c.errors().next().is_none(), "{:?}", c.diagnostics);
-    // Each place its own look: no two dungeons (nor the hub) share a backdrop.
-    let mut seen = vec![c.defs.hub.theme.background];
+    // Each place its own look: no two places (the hub among them) share a backdrop in the
+    // same colours, and every backdrop is used.
+    let mut seen = vec![(c.defs.hub.theme.background, c.defs.hub.theme.accent.clone())];
     for d in c.defs.dungeons.values() {
-        assert!(!seen.contains(&d.theme.background), "{} repeats a backdrop", d.id);
-        seen.push(d.theme.background);
+        let look = (d.theme.background, d.theme.accent.clone());
+        assert!(!seen.contains(&look), "{} looks like another place: {look:?}", d.id);
+        seen.push(look);
     }
-    assert!(seen.len() >= 4 && seen.contains(&Backdrop::Runes), "{seen:?}");
+    for b in Backdrop::ALL {
+        assert!(seen.iter().any(|(s, _)| *s == b), "no place uses {b:?}: {seen:?}");
+    }
     // Readability as a rule: every bullet kind against every floor colour, 3:1 or better.
     assert_eq!(validate::readability(&c.defs), Vec::<String>::new());
     for b in &c.defs.bullets {
