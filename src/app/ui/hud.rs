@@ -169,15 +169,27 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
     let p = ctx.layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::unique("hud")));
     let text = Color32::from_rgb(225, 230, 245);
     // Portal names; standing in one, what to press to enter.
+    // Portals close together on screen (a small window, a large interface size) get
+    // narrower plates in smaller type, so that neighbours do not overlap.
+    let spacing = |at: Pos2| {
+        hud.portals.iter().map(|o| o.at).filter(|o| *o != at).map(|o| (o.x - at.x).abs()).fold(f32::INFINITY, f32::min)
+    };
     for PortalLabel { text: name, at, near, difficulty, radius } in &hud.portals {
+        let room = (spacing(*at) - 10.0).clamp(70.0, 130.0);
+        let size = if room < 110.0 { 12.0 } else { 15.0 };
         // Pips just over the portal's arch, the plate over the pips.
-        let top = at.y - radius.max(20.0) - 8.0;
+        let mut top = at.y - radius.max(20.0) - 8.0;
         // On a dark plate, so the words read over any floor.
-        let g = p.layout(name.clone(), FontId::proportional(15.0), text, 130.0);
-        let plate = Rect::from_center_size(
+        let g = p.layout(name.clone(), FontId::proportional(size), text, room);
+        let mut plate = Rect::from_center_size(
             egui::pos2(at.x, top - 10.0 - g.size().y / 2.0 - 4.0),
             g.size() + EVec2::new(14.0, 8.0),
         );
+        // No room above (a portal near the top of the screen): under the arch instead.
+        if plate.top() < screen.top() + 2.0 {
+            top = at.y + radius.max(20.0) + 8.0;
+            plate = plate.translate(EVec2::new(0.0, top + 10.0 - plate.top()));
+        }
         p.rect_filled(plate, 4.0, Color32::from_rgba_unmultiplied(6, 6, 14, 190));
         p.galley(plate.min + EVec2::new(7.0, 4.0), g, text);
         // Difficulty: five pips under the plate, as many lit as the place is hard.
