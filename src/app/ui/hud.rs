@@ -207,9 +207,9 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             let name = name.lines().next().unwrap_or_default();
             let prompt = format!("{}: enter {name}", hud.interact_key);
             let g = p.layout_no_wrap(prompt, FontId::proportional(17.0), Color32::from_rgb(255, 240, 170));
-            // Above the plate: below the portal it would cover whatever stands there.
-            let above = plate.min.y - 6.0 - g.size().y / 2.0 - 4.0;
-            let y = if above - g.size().y / 2.0 - 4.0 < screen.top() { at.y + 30.0 + g.size().y / 2.0 } else { above };
+            // Just under the arch, where the ship stands: above, it would cover the next
+            // portal's words when portals stand close.
+            let y = at.y + radius.max(20.0) + 8.0 + g.size().y / 2.0;
             let r = Rect::from_center_size(egui::pos2(at.x, y), g.size() + EVec2::new(14.0, 8.0));
             p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 190));
             p.galley(r.min + EVec2::new(7.0, 4.0), g, Color32::WHITE);
