@@ -394,7 +394,9 @@ fn vs_bloom(v: In) -> Out {
     // The floor, its pattern, the vignette, frames, telegraphs and discs do not glow: an
     // empty quad. At least 3 px, so the smallest bullets still cover a pixel of the
     // quarter-size buffer.
-    let glows = !(shape == 8u || shape == 9u || shape == 12u || shape == 13u || shape == 14u || shape == 15u);
+    let telegraph_circle = shape == 4u && abs(v.params.w - 3.0) < 0.25;
+    let glows = !(shape == 8u || shape == 9u || shape == 12u || shape == 13u || shape == 14u || shape == 15u
+        || telegraph_circle);
     return corner(v, select(0.0, BLOOM_REACH, glows), max(v.size, vec2(3.0)));
 }
 

@@ -343,6 +343,12 @@ fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
     assert_error(d.path(), "e.lua:2", "'ticks' must be 1..=240");
     let d = mod_with_script("wait(1)\nfor i = 1, 65 do telegraph{} end\nwait(1000)\n");
     assert_error(d.path(), "e.lua:2", "more than 64 telegraphs in one tick");
+    // A number finite in Lua but not as the game's f32 is refused at its line (it would
+    // have stopped the fight at the worker's decoder).
+    let d = mod_with_script("wait(1)\ntelegraph{angle = 1e39}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "must be a finite number");
+    let d = mod_with_script("wait(1)\nshot{x = -1e300}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "must be a finite number");
 }
 
 #[test]
@@ -1119,6 +1125,9 @@ fn the_example_mod_ships_but_plays_only_when_asked_for() {
         &[],
     );
     assert!(!both.defs.dungeons.contains_key("whirl_pit"), "off wins");
+    // An empty entry (a blank `--mods ""` or settings line) asks for nothing.
+    let blank = Content::load_chosen(&[], &content::Choice { disabled: vec![], enabled: vec![String::new()] }, &[]);
+    assert!(!blank.defs.dungeons.contains_key("whirl_pit"));
     // The checker pointed at it checks it.
     let (n, errs) = check(&example);
     assert_eq!(n, 0, "{errs:?}");

@@ -784,6 +784,12 @@ fn a_telegraph_beyond_its_limits_is_refused() {
         bad[at] = v;
         assert!(ServerMsg::decode(&bad).is_err(), "{why} was accepted");
     }
+    // An empty hint is nothing to show: refused.
+    let h = ServerMsg::Events { tick: 5, events: vec![WireEvent::Hint { text: "x".into() }] }.encode();
+    let mut empty = h[..h.len() - 2].to_vec();
+    empty.push(0);
+    assert!(ServerMsg::decode(&empty).is_err(), "an empty hint was accepted");
+    assert!(ServerMsg::decode(&h).is_ok());
     // Lengths past the limit cannot be written (the encoder clamps) nor read.
     let mut bad = b.clone();
     bad[n - 5..n - 3].copy_from_slice(&5000u16.to_le_bytes());

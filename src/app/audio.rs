@@ -142,6 +142,8 @@ pub struct Audio {
     playing: Option<(MusicDef, Vec<StaticSoundHandle>, usize)>,
     /// A theme's layers being made on another thread (a second or so).
     pending: Option<(MusicDef, std::sync::mpsc::Receiver<Vec<StaticSoundData>>)>,
+    /// A theme whose making failed (not tried again).
+    failed: Option<MusicDef>,
     /// When each effect last played (graze is rate-limited).
     last_played: std::collections::HashMap<String, std::time::Instant>,
     /// Why the game is muted, shown once.
@@ -183,6 +185,7 @@ impl Audio {
             effects,
             playing: None,
             pending: None,
+            failed: None,
             last_played: std::collections::HashMap::new(),
             muted_reason,
         }
@@ -247,7 +250,9 @@ impl Audio {
             }
             return;
         };
-        let Backend::Real(r) = &mut self.backend else { return };
+        if !matches!(self.backend, Backend::Real(_)) {
+            return;
+        }
         let layers = music::layers_at(phase);
         if let Some((now, hs, heard)) = &mut self.playing {
             if now == m {
@@ -261,46 +266,66 @@ impl Audio {
                 return;
             }
         }
-        match &self.pending {
-            Some((p, rx)) if p == m => {
-                let Ok(stems) = rx.try_recv() else { return };
-                self.pending = None;
-                if let Some((_, mut hs, _)) = self.playing.take() {
-                    let out = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
-                    for h in hs.iter_mut() {
-                        h.stop(out);
-                    }
+        // One theme is made at a time: a server sending places faster than they are made
+        // waits for the one being made (and what is wanted then is made next).
+        if let Some((p, rx)) = &self.pending {
+            match rx.try_recv() {
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    // The thread died: that theme stays silent rather than being tried forever.
+                    self.failed = Some(p.clone());
+                    self.pending = None;
+                    return;
                 }
-                let fade_in = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
-                let mut hs = Vec::new();
-                for (k, s) in stems.into_iter().enumerate() {
-                    let v = if k < layers { Decibels::IDENTITY } else { Decibels::SILENCE };
-                    if let Ok(mut h) = r.music.play(s.volume(v).fade_in_tween(fade_in)) {
-                        h.set_volume(v, Tween::default());
-                        hs.push(h);
+                Ok(stems) => {
+                    let made = p.clone();
+                    self.pending = None;
+                    if &made == m {
+                        self.start(stems, m, layers);
+                        return;
                     }
-                }
-                self.playing = Some((m.clone(), hs, layers));
-            }
-            _ => {
-                let (tx, rx) = std::sync::mpsc::channel();
-                let theme = m.clone();
-                let spawned = std::thread::Builder::new().name("music".into()).spawn(move || {
-                    let stems: Vec<StaticSoundData> = (0..music::LAYERS)
-                        .map(|l| {
-                            let frames: Vec<Frame> = music::stem(&theme, l, RATE)
-                                .into_iter()
-                                .map(|[left, right]| Frame { left, right })
-                                .collect();
-                            data(frames).loop_region(..)
-                        })
-                        .collect();
-                    let _ = tx.send(stems);
-                });
-                if spawned.is_ok() {
-                    self.pending = Some((m.clone(), rx));
                 }
             }
         }
+        if self.failed.as_ref() == Some(m) {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let theme = m.clone();
+        let spawned = std::thread::Builder::new().name("music".into()).spawn(move || {
+            let stems: Vec<StaticSoundData> = (0..music::LAYERS)
+                .map(|l| {
+                    let frames: Vec<Frame> =
+                        music::stem(&theme, l, RATE).into_iter().map(|[left, right]| Frame { left, right }).collect();
+                    data(frames).loop_region(..)
+                })
+                .collect();
+            let _ = tx.send(stems);
+        });
+        if spawned.is_ok() {
+            self.pending = Some((m.clone(), rx));
+        }
+    }
+
+    /// Starts a theme's stems together, looped, the first `layers` heard (fading in over the
+    /// old theme's fade out).
+    fn start(&mut self, stems: Vec<StaticSoundData>, m: &MusicDef, layers: usize) {
+        let Backend::Real(r) = &mut self.backend else { return };
+        if let Some((_, mut hs, _)) = self.playing.take() {
+            let out = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
+            for h in hs.iter_mut() {
+                h.stop(out);
+            }
+        }
+        let fade_in = Tween { duration: std::time::Duration::from_millis(800), ..Default::default() };
+        let mut hs = Vec::new();
+        for (k, s) in stems.into_iter().enumerate() {
+            let v = if k < layers { Decibels::IDENTITY } else { Decibels::SILENCE };
+            if let Ok(mut h) = r.music.play(s.volume(v).fade_in_tween(fade_in)) {
+                h.set_volume(v, Tween::default());
+                hs.push(h);
+            }
+        }
+        self.playing = Some((m.clone(), hs, layers));
     }
 }

@@ -478,7 +478,8 @@ impl App {
                 let a = self.attract.get_or_insert_with(|| super::attract::Attract::new(content));
                 let cam = a.as_ref().and_then(|a| a.sprites(size, time, &mut self.sprites));
                 render::scene::apply_look(&mut self.sprites, self.settings.low_effects, false);
-                cam
+                // "Low effects" turns the glow pass off here too.
+                cam.map(|c| render::Camera { bloom: if self.settings.low_effects { 0.0 } else { c.bloom }, ..c })
             }
         };
         let cam = cam.unwrap_or_else(|| render::Camera::fit(Vec2::new(960.0, 640.0), size, time));

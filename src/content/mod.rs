@@ -219,7 +219,8 @@ impl Choice {
             return true;
         }
         let canon = dir.canonicalize().unwrap_or(dir.to_path_buf());
-        off_by_default && !self.enabled.iter().any(|e| e == id || canon.starts_with(e))
+        // An empty entry names nothing (as a path it would be a prefix of every path).
+        off_by_default && !self.enabled.iter().filter(|e| !e.is_empty()).any(|e| e == id || canon.starts_with(e))
     }
 }
 

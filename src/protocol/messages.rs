@@ -924,9 +924,9 @@ pub enum ServerMsg {
     /// bullet and entity of the old one. Followed by the bullets already in flight.
     /// `u8 type, var instance, u32 tick, str dungeon ("" = hub), u16 arena_w, u16 arena_h`.
     Enter { instance: u32, tick: u32, dungeon: String, arena: (u16, u16) },
-    /// Type 21, EVENTS. Who is in the receiver's instance, whenever that changes.
-    /// `u8 type, var instance, var n, n x (var id, str name)`.
-    /// Who is in the instance: id, name and the ship each flies (protocol 10).
+    /// Type 21, EVENTS. Who is in the receiver's instance and the ship each flies (protocol
+    /// 10), whenever that changes: `u8 type, var instance, var n, n x (var id, str name,
+    /// var ship)`.
     Roster { instance: u32, players: Vec<(u32, String, u16)> },
     /// Type 22, EVENTS. What happened in the receiver's instance in one tick (or the
     /// bullets in flight right after `Enter`).
@@ -1748,7 +1748,13 @@ impl ServerMsg {
                         11 => WireEvent::Out { player: r.var_u32("player")? },
                         12 => WireEvent::Revived { player: r.var_u32("player")?, by: r.var_u32("player")? },
                         13 => WireEvent::Wave { wave: r.var_u32("wave")? },
-                        15 => WireEvent::Hint { text: r.str(crate::sim::script::HINT_MAX_BYTES, "hint")? },
+                        15 => {
+                            let text = r.str(crate::sim::script::HINT_MAX_BYTES, "hint")?;
+                            if text.is_empty() {
+                                return Err(DecodeError::BadValue("hint"));
+                            }
+                            WireEvent::Hint { text }
+                        }
                         14 => {
                             let pos = Vec2::new(r.i16()? as f32 / grid::POS, r.i16()? as f32 / grid::POS);
                             let angle = r.u16()? as f32 / 65536.0 * 360.0;

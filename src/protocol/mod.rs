@@ -49,8 +49,9 @@ pub use wire::DecodeError;
 /// - 9: a run's outcome may be 3, "stopped by the server" (a mod's script worker was
 ///   lost and its fight could not go on).
 /// - 10: looks and warnings. Event 14 "telegraph" (a script's warning line or circle before
-///   an attack); content format 4 (bodies of enemies and bosses, a dungeon's difficulty, a
-///   place's music).
+///   an attack), event 15 "hint" (a script's words for the players); the roster carries
+///   each player's ship; content format 4 (bodies of enemies, bosses and ships, a dungeon's
+///   difficulty, a place's walls and music).
 pub const PROTOCOL_VERSION: u16 = 10;
 
 /// How a `Notice` of a fight the server stopped begins: the run summary shows it.

@@ -157,11 +157,11 @@ impl ClientDefs {
                     boss: boss_ids.iter().position(|b| **b == g.boss).unwrap_or(0) as u16,
                     portal,
                     difficulty: g.difficulty,
-                    theme: g.theme.clone(),
+                    theme: g.theme.canonical(),
                 })
                 .collect(),
             // The dummy is the server's business: players see it as an enemy.
-            hub: HubDef { dummy: None, ..d.hub.clone() },
+            hub: HubDef { dummy: None, theme: d.hub.theme.canonical(), ..d.hub.clone() },
             ships: d
                 .ships
                 .iter()

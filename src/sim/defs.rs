@@ -637,6 +637,16 @@ impl ThemeDef {
         self.floor_colours().iter().map(|f| contrast(c, *f)).fold(f32::INFINITY, f32::min)
     }
 
+    /// The theme as it travels: the music's key spelt with sharps ("Eb" is "D#"), as
+    /// players' games decode it.
+    pub fn canonical(&self) -> ThemeDef {
+        let mut t = self.clone();
+        if let Some(k) = note_semitone(&t.music.key) {
+            t.music.key = NOTE_NAMES[k as usize].to_string();
+        }
+        t
+    }
+
     /// What is wrong with it, if anything (the loader and the client's validator say it).
     pub fn problem(&self) -> Option<String> {
         let hex = |c: &str| c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit());

@@ -900,6 +900,7 @@ impl Instance {
         if self.bullets.is_empty() {
             return;
         }
+        let in_hub = self.is_hub();
         // The grid's padding: the largest radius seen, plus a pixel for the wire grid's
         // rounding (a spawn's radius is snapped to 1/8 px), so the grid never misses an
         // overlap the brute-force path would find.
@@ -1047,7 +1048,8 @@ impl Instance {
             if let Some((shooter, _)) = self.shooters.remove(&uid) {
                 if let Some(p) = self.players.iter_mut().find(|p| p.id == shooter) {
                     p.stats.damage += dealt;
-                    p.stats.kills += (died && matches!(target, Target::Enemy(_))) as u32;
+                    // Nothing dies in the hub (the dummy stands again): no kills there.
+                    p.stats.kills += (died && !in_hub && matches!(target, Target::Enemy(_))) as u32;
                 }
             }
             self.bullets.kill(bi);

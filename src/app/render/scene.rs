@@ -438,7 +438,8 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 pos: [t.pos.x, t.pos.y],
                 size: [t.length, t.length],
                 color,
-                params: [SH_RING, 0.25, 0.0, 0.0],
+                // w 3: a telegraph's circle (no glow pass: it would wash over the arena).
+                params: [SH_RING, 0.25, 0.0, 3.0],
                 ..Default::default()
             });
         } else {

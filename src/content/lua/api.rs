@@ -27,9 +27,10 @@ pub(super) struct ShotSpec {
 pub(super) fn num(t: &Table, k: &str) -> mlua::Result<Option<f32>> {
     match t.get::<Value>(k)? {
         Value::Nil => Ok(None),
+        // Checked after the cast: 1e39 is a finite f64 but no f32.
         Value::Integer(i) => Ok(Some(i as f32)),
-        Value::Number(n) if n.is_finite() => Ok(Some(n as f32)),
-        Value::Number(_) => Err(rt_err(format!("field '{k}' must be a finite number"))),
+        Value::Number(n) if (n as f32).is_finite() => Ok(Some(n as f32)),
+        Value::Number(_) => Err(rt_err(format!("field '{k}' must be a finite number (within ±3.4e38)"))),
         other => Err(rt_err(format!("field '{k}' must be a number, got {}", other.type_name()))),
     }
 }
@@ -511,8 +512,12 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     (Value::Nil, None) => 90.0,
                     (v, _) => aim_angle(c, v)?,
                 };
+                let t = Telegraph { pos, angle, length, width, ticks, circle };
+                if !t.valid() {
+                    return Err(rt_err("its numbers must be finite and within the limits"));
+                }
                 c.telegraphs += 1;
-                c.cmds.push(ScriptCmd::Telegraph(Telegraph { pos, angle, length, width, ticks, circle }));
+                c.cmds.push(ScriptCmd::Telegraph(t));
                 Ok(())
             })
             .map_err(fail)

@@ -247,7 +247,7 @@ pub const FUNCTIONS: &[ApiFn] = &[
         name: "hint",
         params: &[("text", "string", "1..=160 bytes; {fire}, {focus}, {flare}, {escape}, {interact}, {move} show the player's keys")],
         returns: &[],
-        doc: "Shows every player in the fight a line of text at the bottom of the screen for a few seconds (a tutorial's lesson). At most 4 a tick.",
+        doc: "Shows every player in the fight a line of text at the top of the screen for eight seconds (a tutorial's lesson). At most 4 a tick.",
         prelude: false,
     },
     ApiFn {

@@ -541,7 +541,11 @@ impl Answer {
                     }
                     ScriptCmd::Sfx { name, pos: Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?) }
                 }
-                7 => ScriptCmd::Leave { owner: owner_r(&mut r)? },
+                // Only an enemy may leave (the API refuses a boss).
+                7 => match owner_r(&mut r)? {
+                    Owner::Boss => return Err(DecodeError::BadValue("a boss leaving")),
+                    owner => ScriptCmd::Leave { owner },
+                },
                 6 => {
                     hints += 1;
                     let t = read_text(&mut r, crate::sim::script::HINT_MAX_BYTES, "hint")?;
@@ -692,6 +696,8 @@ mod tests {
             let b = Answer { cmds: vec![ScriptCmd::Telegraph(t)], ..Default::default() }.encode();
             assert!(Answer::decode(&b[5..], 2, |_| true, 1).is_err(), "{t:?}");
         }
+        let boss = Answer { cmds: vec![ScriptCmd::Leave { owner: Owner::Boss }], ..Default::default() }.encode();
+        assert!(Answer::decode(&boss[5..], 2, |_| true, 1).is_err(), "a boss leaving: the API cannot make it");
         let bad = Answer { cmds: vec![ScriptCmd::Hint("a\u{0007}bell".into())], ..Default::default() }.encode();
         assert!(Answer::decode(&bad[5..], 2, |_| true, 1).is_err(), "a hint no client could show");
         let n = crate::sim::script::TELEGRAPHS_PER_TICK + 1;
