@@ -1760,17 +1760,9 @@ impl ServerMsg {
                             let angle = r.u16()? as f32 / 65536.0 * 360.0;
                             let length = r.u16()? as f32;
                             let width = r.u8()? as f32;
-                            let ticks = r.u8()?;
-                            let circle = match r.u8()? {
-                                0 => false,
-                                1 => true,
-                                _ => return Err(DecodeError::BadValue("telegraph kind")),
-                            };
-                            let t = crate::sim::script::Telegraph { pos, angle, length, width, ticks, circle };
-                            if !t.valid() {
-                                return Err(DecodeError::BadValue("telegraph"));
-                            }
-                            WireEvent::Telegraph(t)
+                            let (ticks, kind) = (r.u8()?, r.u8()?);
+                            let t = crate::sim::script::Telegraph::decoded(pos, angle, length, width, ticks, kind);
+                            WireEvent::Telegraph(t.ok_or(DecodeError::BadValue("telegraph"))?)
                         }
                         _ => return Err(DecodeError::BadValue("event tag")),
                     };

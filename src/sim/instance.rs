@@ -54,6 +54,8 @@ pub struct Enemy {
     pub range: f32,
     pub move_to: Option<MoveTo>,
     pub wander: Option<Vec2>,
+    /// Player damage is multiplied by this (its definition's `damage_taken_mult`).
+    pub damage_taken_mult: f32,
 }
 
 #[derive(Clone, Debug)]
@@ -849,6 +851,7 @@ impl Instance {
             range: d.range,
             move_to: None,
             wander: None,
+            damage_taken_mult: d.damage_taken_mult,
         });
         for em in &d.emitters {
             self.scripts.start(Owner::Enemy(eid), 0, &em.id, em.args.as_deref());
@@ -1031,7 +1034,7 @@ impl Instance {
                     if e.hp <= 0 {
                         continue;
                     }
-                    let mult = defs.enemies.get(&e.def).map_or(1.0, |d| d.damage_taken_mult);
+                    let mult = e.damage_taken_mult;
                     let amount = if mult == 1.0 { base } else { ((base as f32) * mult).round() as i32 };
                     e.hp -= amount;
                     (&mut e.hp, amount)

@@ -94,6 +94,17 @@ pub const TELEGRAPH_TICKS_MAX: u8 = 240;
 pub const TELEGRAPHS_PER_TICK: usize = 64;
 
 impl Telegraph {
+    /// A telegraph read from bytes (`kind` 0 a line, 1 a circle), if it is one the API
+    /// could have made: what both decoders (the network's and the worker pipe's) accept.
+    pub fn decoded(pos: Vec2, angle: f32, length: f32, width: f32, ticks: u8, kind: u8) -> Option<Telegraph> {
+        let circle = match kind {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        Some(Telegraph { pos, angle, length, width, ticks, circle }).filter(Telegraph::valid)
+    }
+
     /// Within the limits, with finite numbers.
     pub fn valid(&self) -> bool {
         self.pos.x.is_finite()

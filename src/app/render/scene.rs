@@ -702,6 +702,33 @@ fn push_bullets(
 mod tests {
     use super::*;
 
+    /// A 100x100 arena with these bullets and nothing else.
+    fn bare<'a>(theme: &'a crate::sim::defs::ThemeDef, pool: &'a BulletPool) -> WorldView<'a> {
+        WorldView {
+            theme,
+            arena: Vec2::new(100.0, 100.0),
+            bullets: pool,
+            alpha: 0.0,
+            players: &[],
+            own_id: None,
+            own_pos: None,
+            own_aim: None,
+            enemies: &[],
+            enemy_radius: &[],
+            boss: None,
+            boss_radius: &[],
+            portals: &[],
+            portal_radius: 0.0,
+            flashes: &[],
+            bursts: &[],
+            flares: &[],
+            telegraphs: &[],
+            time: 0.0,
+            sparks: &[],
+            ships: &[],
+        }
+    }
+
     #[test]
     fn the_colour_blind_palette_keeps_the_base_kinds_apart() {
         // The base game's bullet colours: player shot, orb, small orb, pellet, rice, star, big.
@@ -755,29 +782,7 @@ mod tests {
         pool.despawn(1);
         assert_ne!(pool.uid, vec![0, 2, 3, 4, 5], "the slots are out of uid order");
         let theme = crate::sim::defs::ThemeDef::default();
-        let view = WorldView {
-            theme: &theme,
-            arena: Vec2::new(100.0, 100.0),
-            bullets: &pool,
-            alpha: 0.0,
-            players: &[],
-            own_id: None,
-            own_pos: None,
-            own_aim: None,
-            enemies: &[],
-            enemy_radius: &[],
-            boss: None,
-            boss_radius: &[],
-            portals: &[],
-            portal_radius: 0.0,
-            flashes: &[],
-            bursts: &[],
-            flares: &[],
-            telegraphs: &[],
-            time: 0.0,
-            sparks: &[],
-            ships: &[],
-        };
+        let view = bare(&theme, &pool);
         let mut out = Vec::new();
         build(&view, &Palette::default(), &mut out);
         let xs: Vec<f32> = out.iter().filter(|s| s.params[3] == 1.0).map(|s| s.pos[0]).collect();
@@ -816,27 +821,14 @@ mod tests {
         let boss = SnapBoss { def: 0, pos: Vec2::new(70.0, 30.0), hp: 1, max_hp: 2, phase: 2 };
         let sparks: Vec<Spark> = spark_burst(Vec2::new(60.0, 60.0), 4, 100.0, [1.0; 4], 3).collect();
         let view = WorldView {
-            theme: &theme,
-            arena: Vec2::new(100.0, 100.0),
-            bullets: &pool,
-            alpha: 0.0,
-            players: &[],
-            own_id: None,
-            own_pos: None,
-            own_aim: None,
             enemies: &enemies,
             enemy_radius: &[12.0],
             boss: Some(boss),
             boss_radius: &[30.0],
-            portals: &[],
-            portal_radius: 0.0,
-            flashes: &[],
-            bursts: &[],
-            flares: &[],
             telegraphs: &[(line, 0.5), (ring, 0.2)],
             time: 0.25,
             sparks: &sparks,
-            ships: &[],
+            ..bare(&theme, &pool)
         };
         let palette = Palette {
             enemies: vec![[1.0; 4]],

@@ -559,17 +559,9 @@ impl Answer {
                     let pos = Vec2::new(finite(&mut r, "x")?, finite(&mut r, "y")?);
                     let (angle, length, width) =
                         (finite(&mut r, "angle")?, finite(&mut r, "length")?, finite(&mut r, "width")?);
-                    let ticks = r.u8()?;
-                    let circle = match r.u8()? {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(DecodeError::BadValue("telegraph kind")),
-                    };
-                    let t = crate::sim::script::Telegraph { pos, angle, length, width, ticks, circle };
-                    if !t.valid() {
-                        return Err(DecodeError::BadValue("telegraph"));
-                    }
-                    ScriptCmd::Telegraph(t)
+                    let (ticks, kind) = (r.u8()?, r.u8()?);
+                    let t = crate::sim::script::Telegraph::decoded(pos, angle, length, width, ticks, kind);
+                    ScriptCmd::Telegraph(t.ok_or(DecodeError::BadValue("telegraph"))?)
                 }
                 _ => return Err(DecodeError::BadValue("command")),
             });
