@@ -1133,3 +1133,21 @@ fn the_example_mod_ships_but_plays_only_when_asked_for() {
     assert_eq!(n, 0, "{errs:?}");
     assert!(validate::check(&[example]).mods.iter().any(|m| m.id == "example_spiral" && m.loaded));
 }
+
+#[test]
+fn the_load_time_dry_run_runs_what_mods_script_and_not_the_base_game_again() {
+    let limit = std::time::Duration::from_secs(30);
+    let base = content::load(&[ModRoot::Mod(content::content_dir())]);
+    let r = validate::dry_run_trusting(&base, 60, limit, &[], true);
+    assert_eq!((r.emitters_run, r.bosses_run, r.dungeons_run), (0, 0, 0), "the base game alone: nothing to run");
+    let with = content::load(&[
+        ModRoot::Mod(content::content_dir()),
+        ModRoot::Mod(content::content_dir().parent().unwrap().join("mods/example_spiral")),
+    ]);
+    let r = validate::dry_run_trusting(&with, 60, limit, &[], true);
+    // The example's Whirler, alone and in its dungeon (whose boss is the base game's).
+    assert_eq!((r.emitters_run, r.dungeons_run), (1, 1));
+    // `mods check` runs everything.
+    let all = validate::dry_run_trusting(&with, 60, limit, &[], false);
+    assert!(all.bosses_run >= 7 && all.dungeons_run >= 8);
+}

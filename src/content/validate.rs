@@ -142,7 +142,7 @@ struct Budget {
 /// [`dry_run`] that stops after `limit`: what was running then is an error of its mod
 /// (scripts that use most of their budget every tick could otherwise make a load last).
 pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Duration) -> DryRun {
-    dry_run_trusting(content, ticks, limit, &[])
+    dry_run_trusting(content, ticks, limit, &[], false)
 }
 
 /// [`dry_run_within`], running the mods in `trusted` in this process and every other mod
@@ -152,8 +152,23 @@ pub fn dry_run_trusting(
     ticks: u32,
     limit: std::time::Duration,
     trusted: &[String],
+    mods_only: bool,
 ) -> DryRun {
     let ticks = ticks.max(1);
+    // `mods_only` (the game's check at load): only what runs some mod's script. What runs
+    // the base game's scripts alone cannot fail because of a mod, and its tests cover it;
+    // running it too would spend the load's time budget on the shipped content.
+    let mods_script = |ems: &mut dyn Iterator<Item = &crate::sim::defs::EmitterRef>| -> bool {
+        if !mods_only {
+            return true;
+        }
+        for r in ems {
+            if content.emitters.get(&r.id).is_none_or(|e| e.mod_id != "base") {
+                return true;
+            }
+        }
+        false
+    };
     let mut budget = Budget { deadline: std::time::Instant::now() + limit, limit, ran_out_in: None };
     let label = |em: Option<&crate::sim::defs::EmitterRef>| -> String {
         em.and_then(|r| content.emitters.get(&r.id))
@@ -228,7 +243,7 @@ pub fn dry_run_trusting(
     let arena_dungeon = boss_ids.first().map(|b| format!("__dry_{b}"));
     for e in &enemy_ids {
         let Some(dungeon) = &arena_dungeon else { break };
-        if defs.enemies[e].emitters.is_empty() {
+        if defs.enemies[e].emitters.is_empty() || !mods_script(&mut defs.enemies[e].emitters.iter()) {
             continue; // nothing to run: an enemy without emitters cannot fail at run time
         }
         let mut inst = dry_instance(&defs, &factory, dungeon);
@@ -240,6 +255,9 @@ pub fn dry_run_trusting(
     }
     let mut bosses_run = 0;
     for b in &boss_ids {
+        if !mods_script(&mut defs.bosses[b].phases.iter().flat_map(|p| p.emitters.iter())) {
+            continue;
+        }
         let dungeon = format!("__dry_{b}");
         let mut inst = dry_instance(&defs, &factory, &dungeon);
         let mut ev = Vec::new();
@@ -268,6 +286,15 @@ pub fn dry_run_trusting(
         let dd = &defs.dungeons[d];
         if !defs.bosses.contains_key(&dd.boss) {
             continue; // reported by the reference check
+        }
+        let wave_emitters = dd.waves.iter().flat_map(|w| w.spawns.iter()).filter_map(|s| defs.enemies.get(&s.enemy));
+        let mut all = defs.bosses[&dd.boss]
+            .phases
+            .iter()
+            .flat_map(|p| p.emitters.iter())
+            .chain(wave_emitters.flat_map(|e| e.emitters.iter()));
+        if !mods_script(&mut all) {
+            continue;
         }
         let mut inst = dry_instance(&defs, &factory, d);
         let mut ev = Vec::new();
