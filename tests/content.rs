@@ -416,6 +416,34 @@ fn enemy_count_leave_and_an_enemy_that_cannot_be_hurt() {
 }
 
 #[test]
+fn rules_are_the_games_own_numbers() {
+    use hailfire::sim::config::*;
+    let (mut inst, defs) = instance_with(
+        "local r = rules()\nlog(string.format('%d %d %g %g %g %g %d %g %d', r.tick_rate, r.player_hp, r.player_speed, r.hitbox_radius, r.graze_radius, r.flare_radius, r.downed_ticks, r.revive_range, r.revive_ticks))\nwait(1000)\n",
+        1,
+    );
+    let mut ev = Vec::new();
+    inst.spawn_enemy(&defs, "imp", Vec2::new(400.0, 300.0), &mut ev);
+    let ev = run(&mut inst, &defs, 1, 2);
+    let want = format!(
+        "{} {} {} {} {} {} {} {} {}",
+        TICK_RATE,
+        PLAYER_MAX_HP,
+        PLAYER_SPEED * TICK_RATE as f32,
+        PLAYER_HITBOX_RADIUS,
+        GRAZE_RADIUS,
+        FLARE_RADIUS,
+        DOWNED_TICKS,
+        REVIVE_RANGE,
+        REVIVE_TICKS
+    );
+    assert!(
+        ev.iter().any(|e| matches!(e, SimEvent::ScriptLog { message, .. } if message.ends_with(&want))),
+        "want {want}: {ev:?}"
+    );
+}
+
+#[test]
 fn waiting_costs_nothing_and_tasks_die_with_their_owner() {
     let (mut inst, defs) = instance_with(
         "task(function() while true do shot{speed = 1} wait(10) end end)\nevery(5, 3, function(i) shot{speed = 2} end)\nwait(100000)\n",

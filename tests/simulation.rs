@@ -977,16 +977,44 @@ fn the_tutorial_teaches_in_order_and_a_dodging_newcomer_clears_it() {
     use hailfire::client::ClientEvent;
     let c = content::load(&[ModRoot::Mod(content::content_dir())]);
     let script = std::fs::read_to_string(content::content_dir().join("emitters/tutorial_lessons.lua")).unwrap();
-    // The lessons as the script says them, in order.
-    let lessons: Vec<&str> =
+    // The lessons as the script says them, in order; the downed Cadet's thanks come in the
+    // middle, once the newcomer has revived them.
+    let mut lessons: Vec<&str> =
         script.lines().filter_map(|l| l.trim().strip_prefix("hint(\"")?.strip_suffix("\")")).collect();
-    assert!(lessons.len() >= 8, "{lessons:?}");
+    assert!(lessons.len() >= 9, "{lessons:?}");
+    let down = lessons.iter().position(|l| l.starts_with("A teammate is down")).expect("the revive lesson");
+    let cadet = std::fs::read_to_string(content::content_dir().join("emitters/cadet_revive.lua")).unwrap();
+    let revived = cadet.lines().find_map(|l| l.trim().strip_prefix("hint(\"Revived")?.strip_suffix("\")")).unwrap();
+    let revived = format!("Revived{revived}");
+    lessons.insert(down + 1, &revived);
+    let cadet_def = c.defs.enemies.keys().position(|k| k == "tutorial_cadet").expect("the Cadet") as u16;
     let mut st = hailfire::stepper::Stepper::new(c, Default::default());
     st.add_client("newcomer", hailfire::net::LinkProfile::CLEAN);
     let mut brain = Brain::new(Plan::Dodge, "tutorial", 1);
     let mut heard = Vec::new();
     for _ in 0..10 * 60 * 60 {
-        st.step(|_, cl| brain.think(cl));
+        // When told a teammate is down, the newcomer walks to them and stands there.
+        let told = heard.len() == down + 1;
+        st.step(|_, cl| {
+            let at = cl
+                .view
+                .as_ref()
+                .and_then(|v| v.latest())
+                .and_then(|s| s.enemies.iter().find(|e| e.def == cadet_def))
+                .map(|e| e.pos);
+            match (told, at, cl.pred) {
+                (true, Some(at), Some(me)) => {
+                    let d = at - me;
+                    let n = d.length().max(1.0);
+                    hailfire::client::InputSample {
+                        mv: if n > 6.0 { d * (1.0 / n) } else { Default::default() },
+                        aim: -90.0,
+                        buttons: 0,
+                    }
+                }
+                _ => brain.think(cl),
+            }
+        });
         for e in st.clients[0].events.drain(..) {
             if let ClientEvent::Hint(t) = e {
                 heard.push(t);

@@ -43,7 +43,7 @@ for i = 1, 8 do
 end
 wait(90)
 
-hint("A bullet that passes close while you focus is a graze: grazes charge a flare (bottom right).")
+hint("A bullet that passes close without hitting is a graze: grazes charge a flare (bottom right).")
 for i = 1, 60 do
   shot{angle = 90 + math.sin(i * 0.35) * 35, speed = 2.0, kind = "pellet", lifetime = 420}
   wait(5)
@@ -70,8 +70,14 @@ for i = 1, 4 do
 end
 wait(60)
 
-hint("With friends, stand by a downed teammate to revive them. Hold {escape} to leave any dungeon.")
-wait(360)
+hint("A teammate is down! Stand by them until the inner ring fills to revive them.")
+spawn("tutorial_cadet", w * 0.5, h * 0.55)
+wait(2)
+-- The Proctor counts as one; the Cadet leaves once revived (or after half a minute).
+wait_until(function() return enemy_count() <= 1 end, 2400)
+wait(60)
+hint("Hold {escape} to leave any dungeon, whenever you like.")
+wait(240)
 hint("The Examiner comes. Everything it does, you have just done.")
 wait(120)
 leave()

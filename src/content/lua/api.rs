@@ -345,6 +345,23 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
         })?,
     )?;
     g.set(
+        "rules",
+        lua.create_function(|lua, ()| {
+            use crate::sim::config::*;
+            let t = lua.create_table()?;
+            t.set("tick_rate", TICK_RATE)?;
+            t.set("player_hp", PLAYER_MAX_HP)?;
+            t.set("player_speed", PLAYER_SPEED * TICK_RATE as f32)?;
+            t.set("hitbox_radius", PLAYER_HITBOX_RADIUS)?;
+            t.set("graze_radius", GRAZE_RADIUS)?;
+            t.set("flare_radius", FLARE_RADIUS)?;
+            t.set("downed_ticks", DOWNED_TICKS)?;
+            t.set("revive_range", REVIVE_RANGE)?;
+            t.set("revive_ticks", REVIVE_TICKS)?;
+            Ok(t)
+        })?,
+    )?;
+    g.set(
         "rand",
         lua.create_function(|lua, (a, b): (Option<f64>, Option<f64>)| {
             with_ctx(lua, |c| {

@@ -208,6 +208,13 @@ pub const FUNCTIONS: &[ApiFn] = &[
         prelude: false,
     },
     ApiFn {
+        name: "rules",
+        params: &[],
+        returns: &["hf.Rules"],
+        doc: "The game's fixed rules (the same for every mod): tick rate, a player's HP, speed and hitbox, the graze, flare and revive distances and times.",
+        prelude: false,
+    },
+    ApiFn {
         name: "move_to",
         params: &[
             ("x", "number", ""),
@@ -335,6 +342,7 @@ pub fn stubs() -> String {
     );
     s.push_str("---@class hf.Player\n---@field id integer\n---@field x number\n---@field y number\n---@field hp integer\n---@field alive boolean\n---@field dist? number Only from `nearest()`.\n\n");
     s.push_str("---The emitter's arguments from its TOML entry (`{ id = \"...\", args = { ... } }`); an empty table when it has none.\n---@type table<string, any>\nargs = {}\n\n");
+    s.push_str("---@class hf.Rules\n---@field tick_rate integer Ticks a second.\n---@field player_hp integer A player's full HP.\n---@field player_speed number A player's speed in px a second (unfocused).\n---@field hitbox_radius number The radius of a player's hitbox in px.\n---@field graze_radius number A bullet passing this close to a player's hitbox (without hitting) grazes it (px).\n---@field flare_radius number A flare clears bullets this far around its player (px).\n---@field downed_ticks integer How long a downed player waits for a teammate.\n---@field revive_range number A teammate this close (px)...\n---@field revive_ticks integer ...for this many ticks in a row revives a downed player.\n\n");
     s.push_str("---@class hf.Me\n---@field x number\n---@field y number\n---@field hp integer\n---@field max_hp integer\n---@field phase integer From 1.\n---@field id? integer An enemy's id.\n---@field boss? boolean True for a boss.\n\n");
     for f in FUNCTIONS {
         s.push_str(&format!("---{}\n", f.doc));
