@@ -306,7 +306,8 @@ enum ModsAction {
     /// of every emitter and boss. With no PATH: everything the game would load.
     Check {
         paths: Vec<PathBuf>,
-        /// Ticks of dry run for each emitter, each dungeon's waves and each boss phase.
+        /// Ticks of dry run for each emitter and each dungeon's waves; each boss phase runs
+        /// for this or 30 s (1800 ticks), whichever is longer.
         #[arg(long, default_value_t = hailfire::content::validate::DRY_RUN_TICKS)]
         ticks: u32,
         /// Also show what the scripts wrote with log() during the dry run.
@@ -498,6 +499,9 @@ fn main() -> ExitCode {
             }
             if !examples.is_empty() {
                 println!("off until asked for (the Mods menu, or --mods on a server): {}", examples.join(", "));
+            }
+            for (d, why) in hailfire::content::loader::skipped(&hailfire::content::default_roots()) {
+                println!("skipped {}: {why}", d.display());
             }
             for d in &c.diagnostics {
                 println!("{d}");
@@ -904,10 +908,12 @@ fn mods_check(paths: &[PathBuf], ticks: u32, verbose: bool) -> ExitCode {
     }
     let errors = report.errors();
     println!(
-        "checked {} mod(s), dry-ran {} emitter(s), {} boss(es) and {} dungeon(s) for {ticks} ticks each: {} error(s)",
+        "checked {} mod(s), dry-ran {} emitter(s) for {ticks} ticks each, {} boss(es) through {} phase(s) for {:.0} s each, and {} dungeon(s) (waves, then every boss phase): {} error(s)",
         report.mods.len(),
         report.emitters_run,
         report.bosses_run,
+        report.phases_run,
+        report.phase_ticks as f64 / hailfire::sim::TICK_RATE as f64,
         report.dungeons_run,
         errors
     );

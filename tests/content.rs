@@ -314,7 +314,7 @@ fn ring_fan_and_shot_fire_what_they_say() {
 fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
     // An aimed line at the one player, then a circle, then the shot along the line.
     let (mut inst, defs) = instance_with(
-        "local a = aim('nearest')\ntelegraph{angle = a, length = 500, width = 2, ticks = 20}\nwait(1)\ntelegraph{radius = 40, ticks = 10}\nwait(1)\ntelegraph{aim = 'nearest', x = 10, y = 20}\nwait(1000)\n",
+        "local a = aim('nearest')\ntelegraph{angle = a, length = 500, width = 2, ticks = 20}\nwait(1)\ntelegraph{radius = 40, ticks = 10, safe = true}\nwait(1)\ntelegraph{aim = 'nearest', x = 10, y = 20}\nwait(1000)\n",
         1,
     );
     inst.players[0].pos = Vec2::new(400.0, 600.0);
@@ -331,7 +331,8 @@ fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
     assert_eq!(t.len(), 3, "{t:?}");
     assert!(!t[0].circle && (t[0].angle - 90.0).abs() < 0.5, "aimed down at the player: {:?}", t[0]);
     assert_eq!((t[0].length, t[0].width, t[0].ticks), (500.0, 2.0, 20));
-    assert!(t[1].circle && t[1].length == 40.0 && t[1].ticks == 10);
+    assert!(t[1].circle && t[1].length == 40.0 && t[1].ticks == 10 && t[1].safe);
+    assert!(!t[0].safe && !t[2].safe, "a warning unless asked");
     assert_eq!((t[2].pos, t[2].length, t[2].ticks), (Vec2::new(10.0, 20.0), 600.0, 30), "the defaults");
     assert!(spawned(&ev).is_empty(), "a telegraph fires nothing");
     // Mistakes are errors at their line, with a hint.
@@ -341,6 +342,8 @@ fn a_telegraph_shows_where_an_attack_will_go_and_changes_nothing_else() {
     assert_error(d.path(), "e.lua:3", "not both");
     let d = mod_with_script("wait(1)\ntelegraph{ticks = 500}\nwait(1000)\n");
     assert_error(d.path(), "e.lua:2", "'ticks' must be 1..=240");
+    let d = mod_with_script("wait(1)\ntelegraph{radius = 30, safe = 1}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:2", "field 'safe' must be true or false, not number");
     let d = mod_with_script("wait(1)\nfor i = 1, 65 do telegraph{} end\nwait(1000)\n");
     assert_error(d.path(), "e.lua:2", "more than 64 telegraphs in one tick");
     // A number finite in Lua but not as the game's f32 is refused at its line (it would
@@ -413,6 +416,53 @@ fn enemy_count_leave_and_an_enemy_that_cannot_be_hurt() {
         "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [\"e\"]\ndamage_taken_mult = -1.0\n",
     );
     assert_error(d.path(), "enemies.toml", "damage_taken_mult must be 0..=10");
+}
+
+#[test]
+fn an_undefined_global_is_an_error_at_its_line_with_a_suggestion() {
+    // The mistake a modder made: a misspelt name in a firing table read as nil, the field
+    // fell back to its default, the bullets stopped curving, and nothing said so.
+    let d = mod_with_script("drift = 0.6\nwait(1)\nring{n = 4, turn = dirft}\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "undefined global 'dirft' (did you mean 'drift'?)");
+    let d = mod_with_script("wait(1)\n\nwiat(3)\nwait(1000)\n");
+    assert_error(d.path(), "e.lua:3", "undefined global 'wiat' (did you mean 'wait'?)");
+    // The deliberate test stays possible; the mod's own globals and the API read as ever.
+    let d = mod_with_script(
+        "function helper() return 2 end\ncount = 1\nif rawget(_ENV, 'maybe') == nil then count = count + helper() end\nwait(1)\nring{n = count, speed = math.max(1, 2)}\nwait(1000)\n",
+    );
+    let (n, errs) = check(d.path());
+    assert_eq!(n, 0, "{errs:?}");
+}
+
+#[test]
+fn a_folder_without_a_mod_fails_the_check_and_says_what_it_looked_for() {
+    // An empty folder: nothing to check is a failure, not "0 errors" on the base game.
+    let empty = tempfile::tempdir().unwrap();
+    let (n, errs) = check(empty.path());
+    assert!(n > 0, "an empty folder passed the check");
+    assert!(errs.iter().any(|e| e.contains("no mod here: looked for") && e.contains("/*/mod.toml")), "{errs:?}");
+    // A mod whose manifest is misnamed, checked directly: the message names the file.
+    let d = mod_with_script("wait(1000)\n");
+    std::fs::rename(d.path().join("mod.toml"), d.path().join("Mod.toml")).unwrap();
+    assert_error(d.path(), "", "it has no mod.toml, but has 'Mod.toml'");
+    // In a folder of mods: the good one is checked, the misnamed one is named as skipped.
+    let root = tempfile::tempdir().unwrap();
+    let good = root.path().join("good_mod");
+    write(&good, "mod.toml", MANIFEST);
+    let bad = root.path().join("bad_mod");
+    write(&bad, "mods.toml", MANIFEST);
+    write(&bad, "emitters/e.lua", "wait(1000)\n");
+    let r = validate::check(&[root.path().to_path_buf()]);
+    assert_eq!(r.errors(), 0, "{:?}", r.diagnostics);
+    assert!(r.mods.iter().any(|m| m.dir.ends_with("good_mod")), "{:?}", r.mods);
+    let warned: Vec<String> = r.diagnostics.iter().filter(|d| !d.is_error()).map(|d| d.to_string()).collect();
+    assert!(
+        warned.iter().any(|w| w.contains("bad_mod") && w.contains("skipped") && w.contains("'mods.toml'")),
+        "{warned:?}"
+    );
+    // And what `mods list` shows comes from the same place.
+    let skipped = hailfire::content::loader::skipped(&[ModRoot::Folder(root.path().to_path_buf())]);
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
 }
 
 #[test]
@@ -514,7 +564,7 @@ fn a_script_error_disables_only_that_emitter_and_the_world_keeps_ticking() {
 #[test]
 fn scripts_cannot_reach_the_host() {
     let (mut inst, defs) = instance_with(
-        "local bad = {}\nfor _, n in ipairs({'io', 'os', 'debug', 'package', 'dofile', 'loadfile', 'load', 'require', 'collectgarbage'}) do\n  if _G[n] ~= nil then bad[#bad + 1] = n end\nend\nlog('exposed: ' .. table.concat(bad, ','))\nwait(1000)\n",
+        "local bad = {}\nfor _, n in ipairs({'io', 'os', 'debug', 'package', 'dofile', 'loadfile', 'load', 'require', 'collectgarbage'}) do\n  local ok, v = pcall(function() return _G[n] end)\n  if ok and v ~= nil then bad[#bad + 1] = n end\nend\nlog('exposed: ' .. table.concat(bad, ','))\nwait(1000)\n",
         4,
     );
     let mut ev = Vec::new();
@@ -837,12 +887,13 @@ fn the_dry_run_holds_every_boss_phase_and_shows_the_logs() {
             let s = std::fs::read_to_string(&p).unwrap();
             std::fs::write(p, format!("log(\"phase {phase} ran, me().phase = \" .. me().phase)\n{s}")).unwrap();
         }
-        // A third phase whose emitter fails at once: the dry run must get there to see it.
+        // A third phase whose emitter fails only 20 s in (its third attack, say): the dry
+        // run must get there, and stay long enough, to see it.
         append(
             &m.join("bosses.toml"),
             "\n[[fm_boss.phases]]\nname = \"Last\"\nhp_threshold = 0.1\nemitters = [\"fm_last\"]\n",
         );
-        std::fs::write(m.join("emitters/fm_last.lua"), "wait(5)\nshot{kind = \"no_such_kind\"}\n").unwrap();
+        std::fs::write(m.join("emitters/fm_last.lua"), "wait(1200)\nshot{kind = \"no_such_kind\"}\n").unwrap();
     });
     let r = validate::check(std::slice::from_ref(&m));
     assert!(r.logs.iter().any(|l| l.contains("phase 1 ran, me().phase = 1")), "{:?}", r.logs);
@@ -850,6 +901,12 @@ fn the_dry_run_holds_every_boss_phase_and_shows_the_logs() {
     let errs: Vec<String> = r.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.to_string()).collect();
     assert!(errs.iter().any(|e| e.contains("fm_last.lua:2") && e.contains("unknown bullet kind")), "{errs:#?}");
     assert!(!errs.iter().any(|e| e.contains("could not be held")), "{errs:#?}");
+    // Where and when: the phase by number and name, and the time into it.
+    let e = errs.iter().find(|e| e.contains("unknown bullet kind")).unwrap();
+    assert!(e.contains("boss 'fm_boss' phase 3 \"Last\", 20.0 s in"), "{e}");
+    // One message for the one mistake (the boss alone and in its dungeon both meet it).
+    assert_eq!(errs.iter().filter(|e| e.contains("unknown bullet kind")).count(), 1, "{errs:#?}");
+    assert_eq!(r.phase_ticks, validate::DRY_RUN_PHASE_TICKS);
 }
 
 #[test]

@@ -155,7 +155,8 @@ fn dedicated_server_and_three_bots_sigkill_and_disconnect_both_channel_out() {
     assert!(read(&log).contains("server stopped cleanly"));
 }
 
-/// The game loop end to end: two dodging bots play a run of the Warden's Keep on a real
+/// The game loop end to end: two dodging bots play a run of the Hollow Grove (the first real
+/// dungeon, which two dodging bots clear in every run of the balance bench) on a real
 /// dedicated server; each prints the run's outcome, time, score and counts, and the
 /// server keeps the record in records.toml beside its settings.
 #[test]
@@ -166,7 +167,7 @@ fn two_dodging_bots_play_a_run_each_prints_the_summary_and_the_server_keeps_the_
     let d = dir.path();
     let mut server = dedicated(d, port, &log, &[]);
     let bots = hf(d)
-        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dodge", "--dungeon", "warden_keep"])
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dodge", "--dungeon", "hollow_grove"])
         .args(["--count", "2", "--seconds", "240"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -181,13 +182,13 @@ fn two_dodging_bots_play_a_run_each_prints_the_summary_and_the_server_keeps_the_
             .lines()
             .find(|l| l.starts_with(&format!("bot {name}: run ")))
             .unwrap_or_else(|| panic!("{name} printed its run: {out}"));
-        assert!(line.contains("run cleared"), "the dodging bots clear the Keep: {line}");
+        assert!(line.contains("run cleared"), "the dodging bots clear the Grove: {line}");
         assert!(line.contains("team score") && line.contains("grazes") && line.contains("downs"), "{line}");
     }
     let server_log = read(&log);
     assert!(server_log.contains("run ended"), "{server_log}");
     let records = read(&d.join("records.toml"));
-    assert!(records.contains("[warden_keep]") && records.contains("bot-1"), "{records}");
+    assert!(records.contains("[hollow_grove]") && records.contains("bot-1"), "{records}");
 }
 
 #[test]

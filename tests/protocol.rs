@@ -393,6 +393,7 @@ fn round_trips_for_every_message() {
                     width: 2.0,
                     ticks: 24,
                     circle: false,
+                    safe: false,
                 }),
                 WireEvent::Hint { text: "Hold {focus} to slow down".into() },
                 WireEvent::Telegraph(Telegraph {
@@ -402,6 +403,7 @@ fn round_trips_for_every_message() {
                     width: 3.0,
                     ticks: 30,
                     circle: true,
+                    safe: true,
                 }),
             ],
         },
@@ -571,6 +573,7 @@ fn fuzz_corpus_matches_the_encoders() {
                     width: 3.0,
                     ticks: 30,
                     circle: false,
+                    safe: false,
                 }),
             ],
         }
@@ -772,14 +775,22 @@ fn encode_ships_len(d: &hailfire::sim::ClientDefs) -> usize {
 
 #[test]
 fn a_telegraph_beyond_its_limits_is_refused() {
-    let t = Telegraph { pos: Vec2::new(8.0, 16.0), angle: 180.0, length: 300.0, width: 4.0, ticks: 20, circle: false };
+    let t = Telegraph {
+        pos: Vec2::new(8.0, 16.0),
+        angle: 180.0,
+        length: 300.0,
+        width: 4.0,
+        ticks: 20,
+        circle: false,
+        safe: false,
+    };
     let m = ServerMsg::Events { tick: 5, events: vec![WireEvent::Telegraph(t)] };
     let b = m.encode();
     assert_eq!(ServerMsg::decode(&b).unwrap(), m);
     // The last three bytes: width, ticks, kind.
     let n = b.len();
     assert_eq!(&b[n - 3..], &[4, 20, 0]);
-    for (at, v, why) in [(n - 1, 2u8, "an unknown kind"), (n - 2, 0, "no ticks"), (n - 2, 241, "past 240 ticks")] {
+    for (at, v, why) in [(n - 1, 4u8, "an unknown kind"), (n - 2, 0, "no ticks"), (n - 2, 241, "past 240 ticks")] {
         let mut bad = b.clone();
         bad[at] = v;
         assert!(ServerMsg::decode(&bad).is_err(), "{why} was accepted");

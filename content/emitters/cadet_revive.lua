@@ -14,9 +14,9 @@ while held < r.revive_ticks and waited < 30 * r.tick_rate do
   end
   if near then held = held + 1 else held = 0 end
   if waited % 6 == 0 then
-    telegraph{radius = r.revive_range, width = 2, ticks = 7}
+    telegraph{radius = r.revive_range, width = 2, ticks = 7, safe = true}
     if held > 0 then
-      telegraph{radius = math.max(2, r.revive_range * held / r.revive_ticks), width = 4, ticks = 7}
+      telegraph{radius = math.max(2, r.revive_range * held / r.revive_ticks), width = 4, ticks = 7, safe = true}
     end
   end
   waited = waited + 1

@@ -1,8 +1,15 @@
 -- The Forgemaster, "Hammerfall": a glowing circle where you stand; a second later a
--- ring bursts from it. Step out of the circle.
+-- ring bursts from it. Step out of the circle. With friends, the hammer takes each
+-- player in turn (a team shares the pressure; alone, every blow is yours).
+local turn = 0
 while true do
-  local n = nearest()
-  if n ~= nil then
+  local alive = {}
+  for _, p in ipairs(players()) do
+    if p.alive then alive[#alive + 1] = p end
+  end
+  if #alive > 0 then
+    turn = turn + 1
+    local n = alive[(turn - 1) % #alive + 1]
     telegraph{x = n.x, y = n.y, radius = 60, ticks = 50}
     wait(50)
     ring{x = n.x, y = n.y, n = 16, speed = 2.2, kind = "orb", lifetime = 300}

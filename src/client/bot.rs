@@ -161,6 +161,20 @@ impl Brain {
             (None, Some(t)) => Some((t, 240.0)),
             _ => None,
         };
+        // Warnings on screen: where a ring will burst or an aimed shot will fly. A person
+        // steps out of them; so does the bot (a safe mark, one asking to be stood in, is
+        // not a warning).
+        let warned = |p: Vec2| -> bool {
+            v.telegraphs.iter().filter(|(t, _)| !t.safe).any(|(t, _)| {
+                if t.circle {
+                    p.distance(t.pos) < t.length + PLAYER_HITBOX_RADIUS + 6.0
+                } else {
+                    let dir = Vec2::from_angle_deg(t.angle);
+                    let along = (p - t.pos).dot(dir).clamp(0.0, t.length);
+                    p.distance(t.pos + dir * along) < t.width * 0.5 + PLAYER_HITBOX_RADIUS + 10.0
+                }
+            })
+        };
         let horizon = 30u32;
         let clearance = |pos: Vec2, dir: Vec2, speed: f32| {
             let mut worst = f32::INFINITY;
@@ -190,6 +204,9 @@ impl Brain {
                 }
                 // Walls are traps.
                 let p = me + dir * (speed * 10.0);
+                if warned(p) {
+                    score -= 25.0;
+                }
                 let wall = p.x.min(p.y).min(arena.x - p.x).min(arena.y - p.y);
                 if wall < 40.0 {
                     score -= (40.0 - wall) * 0.1;

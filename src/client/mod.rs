@@ -205,6 +205,9 @@ pub struct View {
     /// The latest few snapshots, oldest first.
     pub snaps: VecDeque<Snapshot>,
     pub cleared: bool,
+    /// Warnings still showing, each with the server tick it ends on (for bots: a person
+    /// reads the same warnings on screen).
+    pub telegraphs: Vec<(crate::sim::script::Telegraph, u32)>,
 }
 
 impl View {
@@ -791,6 +794,7 @@ impl<T: Transport> Client<T> {
                     ships: Vec::new(),
                     snaps: VecDeque::new(),
                     cleared: false,
+                    telegraphs: Vec::new(),
                 });
                 self.pred = None;
                 self.events.push(ClientEvent::Entered { dungeon });
@@ -801,9 +805,10 @@ impl<T: Transport> Client<T> {
                     v.roster = players.into_iter().map(|(id, name, _)| (id, name)).collect();
                 }
             }
-            ServerMsg::Events { events, .. } => {
+            ServerMsg::Events { tick, events } => {
                 // Events follow the `Enter` of their instance on the same ordered channel.
                 let Some(v) = self.view.as_mut() else { return };
+                v.telegraphs.retain(|(_, until)| *until > tick);
                 for e in &events {
                     v.replica.apply(e);
                     match e {
@@ -817,7 +822,10 @@ impl<T: Transport> Client<T> {
                         WireEvent::Sfx { name, pos } => {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
-                        WireEvent::Telegraph(t) => self.events.push(ClientEvent::Telegraph(*t)),
+                        WireEvent::Telegraph(t) => {
+                            v.telegraphs.push((*t, tick + t.ticks as u32));
+                            self.events.push(ClientEvent::Telegraph(*t))
+                        }
                         WireEvent::Hint { text } => self.events.push(ClientEvent::Hint(text.clone())),
                         WireEvent::Flare { player, pos, .. } => {
                             self.events.push(ClientEvent::Flare { player: *player, pos: *pos })

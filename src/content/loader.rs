@@ -156,6 +156,61 @@ pub fn discover(roots: &[ModRoot]) -> Vec<PathBuf> {
     out
 }
 
+/// The folders under the roots' mod folders that [`discover`] passed over, each with why:
+/// a folder that looks like a mod but has no `mod.toml` is a mistake worth naming (a
+/// misspelt manifest would otherwise leave the mod out without a word). Hidden folders
+/// are not named.
+pub fn skipped(roots: &[ModRoot]) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for r in roots {
+        let ModRoot::Folder(root) = r else { continue };
+        let Ok(rd) = std::fs::read_dir(root) else { continue };
+        let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        dirs.sort();
+        for d in dirs {
+            if d.join("mod.toml").is_file() || d.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            out.push((d.clone(), why_not_a_mod(&d)));
+        }
+    }
+    out
+}
+
+/// Why a folder is not a mod, in the words a modder needs.
+pub fn why_not_a_mod(dir: &Path) -> String {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    if dir.join("mod.toml").exists() {
+        return "its mod.toml is not a regular file".to_string();
+    }
+    // A manifest under another name: wrong case, a typo, an extra extension.
+    let close = names.iter().find(|n| {
+        let l = n.to_lowercase();
+        l == "mod.toml"
+            || l.starts_with("mod.toml.")
+            || l.starts_with("mod.") && l.ends_with(".toml")
+            || l.ends_with(".toml") && crate::content::lua::spec::suggest(&l, ["mod.toml"].into_iter()).is_some()
+    });
+    if let Some(n) = close {
+        return format!("it has no mod.toml, but has '{n}': a mod's manifest must be named exactly mod.toml");
+    }
+    let looks_like_mod = names.iter().any(|n| n.ends_with(".toml") || n == "emitters");
+    if looks_like_mod {
+        format!(
+            "it has {} but no mod.toml (every mod needs one: `hailfire mods new ID` writes a working one)",
+            names.iter().filter(|n| n.ends_with(".toml") || *n == "emitters").cloned().collect::<Vec<_>>().join(", ")
+        )
+    } else if dir.join("mods").is_dir()
+        || names.iter().any(|n| std::path::Path::new(dir).join(n).join("mod.toml").is_file())
+    {
+        "it holds mods one level further down: point at it (or move them up)".to_string()
+    } else {
+        "no mod.toml in it".to_string()
+    }
+}
+
 #[allow(clippy::too_many_arguments, reason = "the loader's state, passed down")]
 fn read_defs<T: DeserializeOwned>(
     files: &mut ModFiles,

@@ -14,6 +14,10 @@ use crate::sim::{Defs, SimEvent, Vec2};
 
 /// Ticks each emitter and each boss phase runs in the dry run.
 pub const DRY_RUN_TICKS: u32 = 300;
+/// The least a dry run holds each boss phase (30 s): a phase's scripts often run a
+/// timeline of several attacks before they loop, and a mistake in the third attack must
+/// show here, not live. The base game's whole check takes about half a second with it.
+pub const DRY_RUN_PHASE_TICKS: u32 = 1800;
 
 pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
@@ -23,6 +27,9 @@ pub struct Report {
     pub emitters_run: usize,
     pub bosses_run: usize,
     pub dungeons_run: usize,
+    /// Boss phases run, and the ticks each was held.
+    pub phases_run: usize,
+    pub phase_ticks: u32,
 }
 
 impl Report {
@@ -59,6 +66,31 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
             missing.push(Diagnostic::error(None, Some(&p.to_string_lossy()), "no such file or folder"));
         }
     }
+    // A folder pointed at that holds no mod: said, with what was looked for (checking
+    // only the base game and saying "0 errors" would pass a mod that was never read).
+    let skipped = super::loader::skipped(&roots[1..]);
+    for r in &roots[1..] {
+        let ModRoot::Folder(p) = r else { continue };
+        if !p.is_dir() {
+            continue;
+        }
+        let shown = super::loader::display_path(p);
+        if super::loader::discover(std::slice::from_ref(r)).is_empty() {
+            let mut why = format!("no mod here: looked for {shown}/mod.toml and for {shown}/*/mod.toml");
+            let here = super::loader::why_not_a_mod(p);
+            if here != "no mod.toml in it" {
+                why.push_str(&format!("; {here}"));
+            }
+            for (d, w) in skipped.iter().filter(|(d, _)| d.parent() == Some(p.as_path())) {
+                why.push_str(&format!("; {}: {w}", super::loader::display_path(d)));
+            }
+            missing.push(Diagnostic::error(None, Some(&shown), why));
+        } else {
+            for (d, w) in skipped.iter().filter(|(d, _)| d.parent() == Some(p.as_path())) {
+                missing.push(Diagnostic::warning(None, Some(&super::loader::display_path(d)), format!("skipped: {w}")));
+            }
+        }
+    }
     // What it is pointed at is checked, examples that are off by default included.
     let asked = if paths.is_empty() { super::Choice::default() } else { super::Choice::all_of(&roots[1..]) };
     let content = super::load_checked(&roots, true, &asked, &[]);
@@ -85,6 +117,8 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
         emitters_run: d.emitters_run,
         bosses_run: d.bosses_run,
         dungeons_run: d.dungeons_run,
+        phases_run: d.phases_run,
+        phase_ticks: d.phase_ticks,
     }
 }
 
@@ -118,6 +152,8 @@ pub struct DryRun {
     pub emitters_run: usize,
     pub bosses_run: usize,
     pub dungeons_run: usize,
+    pub phases_run: usize,
+    pub phase_ticks: u32,
 }
 
 /// Runs every emitter, every boss phase (held in turn) and every dungeon of `content` for
@@ -155,6 +191,8 @@ pub fn dry_run_trusting(
     mods_only: bool,
 ) -> DryRun {
     let ticks = ticks.max(1);
+    let phase_ticks = ticks.max(DRY_RUN_PHASE_TICKS);
+    let mut phases_run = 0;
     // `mods_only` (the game's check at load): only what runs some mod's script. What runs
     // the base game's scripts alone cannot fail because of a mod, and its tests cover it;
     // running it too would spend the load's time budget on the shipped content.
@@ -250,7 +288,15 @@ pub fn dry_run_trusting(
         let mut ev = Vec::new();
         inst.spawn_enemy(&defs, e, Vec2::new(480.0, 200.0), &mut ev);
         let who = label(defs.enemies[e].emitters.first());
-        run(&mut inst, &defs, 1, ticks, None, &mut errors, &mut logs, &mut budget, &who);
+        let ctx = format!("enemy '{e}'");
+        run(
+            &mut inst,
+            &defs,
+            &Segment { start: 1, ticks, hold: None, ctx: &ctx, who: &who },
+            &mut errors,
+            &mut logs,
+            &mut budget,
+        );
         emitters_run += defs.enemies[e].emitters.len();
     }
     let mut bosses_run = 0;
@@ -269,11 +315,14 @@ pub fn dry_run_trusting(
         for i in 0..phases.len() {
             let hold = phase_hold(phases, i);
             let who = label(phases[i].emitters.first());
-            run(&mut inst, &defs, t, ticks, Some(hold), &mut errors, &mut logs, &mut budget, &who);
+            let ctx = format!("boss '{b}' phase {} \"{}\"", i + 1, phases[i].name);
+            let seg = Segment { start: t, ticks: phase_ticks, hold: Some(hold), ctx: &ctx, who: &who };
+            run(&mut inst, &defs, &seg, &mut errors, &mut logs, &mut budget);
             if budget.ran_out_in.is_none() && inst.boss.as_ref().map(|x| x.phase) != Some(i) {
-                errors.push(format!("dry run: boss '{b}' could not be held in phase {} for the dry run", i + 1));
+                errors.push((format!("dry run: boss '{b}' could not be held in phase {} for the dry run", i + 1), ctx));
             }
-            t += ticks;
+            t += phase_ticks;
+            phases_run += 1;
         }
         bosses_run += 1;
     }
@@ -300,7 +349,15 @@ pub fn dry_run_trusting(
         let mut ev = Vec::new();
         let mut t = 1;
         let who = label(defs.bosses[&dd.boss].phases.first().and_then(|p| p.emitters.first()));
-        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs, &mut budget, &who);
+        let ctx = format!("dungeon '{d}' as it opens");
+        run(
+            &mut inst,
+            &defs,
+            &Segment { start: t, ticks, hold: None, ctx: &ctx, who: &who },
+            &mut errors,
+            &mut logs,
+            &mut budget,
+        );
         t += ticks;
         for wave in &dd.waves {
             for s in &wave.spawns {
@@ -310,30 +367,44 @@ pub fn dry_run_trusting(
                 }
             }
         }
-        run(&mut inst, &defs, t, ticks, None, &mut errors, &mut logs, &mut budget, &who);
+        let ctx = format!("dungeon '{d}' with every wave's enemies");
+        run(
+            &mut inst,
+            &defs,
+            &Segment { start: t, ticks, hold: None, ctx: &ctx, who: &who },
+            &mut errors,
+            &mut logs,
+            &mut budget,
+        );
         t += ticks;
         if inst.boss.is_none() {
             inst.start_boss(&defs, t, &mut ev);
         }
         let phases = &defs.bosses[&dd.boss].phases;
         for i in 0..phases.len() {
-            run(&mut inst, &defs, t, ticks, Some(phase_hold(phases, i)), &mut errors, &mut logs, &mut budget, &who);
-            t += ticks;
+            let ctx = format!("dungeon '{d}', boss '{}' phase {} \"{}\"", dd.boss, i + 1, phases[i].name);
+            let seg = Segment { start: t, ticks: phase_ticks, hold: Some(phase_hold(phases, i)), ctx: &ctx, who: &who };
+            run(&mut inst, &defs, &seg, &mut errors, &mut logs, &mut budget);
+            t += phase_ticks;
         }
         dungeons_run += 1;
     }
     if let Some(who) = &budget.ran_out_in {
-        errors.push(format!(
-            "{who}: the dry run took longer than {} ms in all and stopped here (a script that uses most of its budget every tick?); what came after was not run",
-            budget.limit.as_millis()
+        errors.push((
+            format!(
+                "{who}: the dry run took longer than {} ms in all and stopped here (a script that uses most of its budget every tick?); what came after was not run",
+                budget.limit.as_millis()
+            ),
+            String::new(),
         ));
     }
-    errors.sort();
-    errors.dedup();
+    // One message per mistake: the first place and time it happened.
+    errors.sort_by(|a, b| a.0.cmp(&b.0));
+    errors.dedup_by(|a, b| a.0 == b.0);
     // Missing emitters are already reported, with their line, by the reference check.
-    errors.retain(|m| !m.contains("no emitter named"));
-    for msg in errors {
-        diagnostics.push(script_diagnostic(content, &msg));
+    errors.retain(|(m, _)| !m.contains("no emitter named"));
+    for (msg, ctx) in errors {
+        diagnostics.push(script_diagnostic(content, &msg, &ctx));
     }
     logs.dedup();
     // A script's warnings (given once per place: `fan` with both `aim` and `angle`, say).
@@ -343,7 +414,7 @@ pub fn dry_run_trusting(
             diagnostics.push(w);
         }
     }
-    DryRun { diagnostics, logs, emitters_run, bosses_run, dungeons_run }
+    DryRun { diagnostics, logs, emitters_run, bosses_run, dungeons_run, phases_run, phase_ticks }
 }
 
 /// The HP fraction that keeps a boss in phase `i`: halfway between its threshold and the
@@ -361,31 +432,39 @@ fn dry_instance(defs: &Defs, factory: &super::host::ScriptHost, dungeon: &str) -
     inst
 }
 
-/// Steps an instance with two players drifting and firing, the boss held at `hold` of
-/// its HP if given; collects script errors and log lines. Stops when the budget is spent
-/// (noting `who` was running).
-#[allow(clippy::too_many_arguments)]
-fn run(
-    inst: &mut Instance,
-    defs: &Defs,
+/// One stretch of a dry run: `ticks` from `start`, the boss held at `hold` of its HP if
+/// given; `ctx` says what runs (for the messages), `who` whose script leads it.
+struct Segment<'a> {
     start: u32,
     ticks: u32,
     hold: Option<f32>,
-    errors: &mut Vec<String>,
+    ctx: &'a str,
+    who: &'a str,
+}
+
+/// Steps an instance with two players drifting and firing through a [`Segment`]; collects
+/// script errors (with where and when in the segment) and log lines. Stops when the
+/// budget is spent (noting who was running).
+fn run(
+    inst: &mut Instance,
+    defs: &Defs,
+    seg: &Segment,
+    errors: &mut Vec<(String, String)>,
     logs: &mut Vec<String>,
     budget: &mut Budget,
-    who: &str,
 ) {
     let mut events = Vec::new();
     let mut req = Vec::new();
-    for t in start..start + ticks {
+    let (start, hold) = (seg.start, seg.hold);
+    for t in start..start + seg.ticks {
         if budget.ran_out_in.is_some() {
             return;
         }
         if std::time::Instant::now() >= budget.deadline {
-            budget.ran_out_in = Some(who.to_string());
+            budget.ran_out_in = Some(seg.who.to_string());
             return;
         }
+        let when = || format!("{}, {:.1} s in", seg.ctx, (t - start) as f64 / crate::sim::TICK_RATE as f64);
         if let Some(frac) = hold {
             inst.force_boss_hp(defs, frac, &mut events);
         }
@@ -400,8 +479,8 @@ fn run(
         inst.step(t, defs, &mut events, &mut req);
         for e in events.drain(..) {
             match e {
-                SimEvent::ScriptError { message, .. } => errors.push(message),
-                SimEvent::InstanceStopped { reason, .. } => errors.push(reason),
+                SimEvent::ScriptError { message, .. } => errors.push((message, when())),
+                SimEvent::InstanceStopped { reason, .. } => errors.push((reason, when())),
                 SimEvent::ScriptLog { message, .. } if logs.len() < 10_000 => logs.push(message),
                 _ => {}
             }
@@ -411,18 +490,19 @@ fn run(
 }
 
 /// Turns a runtime error message into a diagnostic with the script's file and line.
-fn script_diagnostic(content: &super::Content, msg: &str) -> Diagnostic {
+fn script_diagnostic(content: &super::Content, msg: &str, ctx: &str) -> Diagnostic {
     // The runtime starts every message with "mod 'm' emitter 'e' (path)": only that prefix
     // names the culprit (a script's own error text cannot point at another mod).
     let src = content
         .emitters
         .values()
         .find(|e| msg.starts_with(&format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path)));
-    let Some(src) = src else { return Diagnostic::error(None, None, msg.to_string()) };
+    let at = if ctx.is_empty() { String::new() } else { format!(" ({ctx})") };
+    let Some(src) = src else { return Diagnostic::error(None, None, format!("{msg}{at}")) };
     let line = msg
         .split(&format!("{}:", src.chunk_name()))
         .nth(1)
         .map(|rest| rest.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect::<String>())
         .and_then(|l| l.parse::<usize>().ok());
-    Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run: {msg}")).at(line.map(|l| (l, 1)))
+    Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run{at}: {msg}")).at(line.map(|l| (l, 1)))
 }

@@ -1526,7 +1526,7 @@ impl ServerMsg {
                             w.u16(t.length.clamp(0.0, crate::sim::script::TELEGRAPH_LENGTH_MAX).round() as u16);
                             w.u8(t.width.clamp(0.0, crate::sim::script::TELEGRAPH_WIDTH_MAX).round() as u8);
                             w.u8(t.ticks.min(crate::sim::script::TELEGRAPH_TICKS_MAX));
-                            w.u8(u8::from(t.circle));
+                            w.u8(t.kind());
                         }
                     }
                 }

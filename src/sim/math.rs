@@ -32,6 +32,9 @@ impl Vec2 {
     pub fn distance(self, o: Vec2) -> f32 {
         (self - o).length()
     }
+    pub fn dot(self, o: Vec2) -> f32 {
+        self.x * o.x + self.y * o.y
+    }
     /// Unit vector for an angle in degrees (0 = right, 90 = down).
     pub fn from_angle_deg(deg: f32) -> Vec2 {
         let (s, c) = portable::sin_cos(deg.to_radians());

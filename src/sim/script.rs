@@ -84,6 +84,8 @@ pub struct Telegraph {
     pub width: f32,
     pub ticks: u8,
     pub circle: bool,
+    /// A place asked into (a gold mark: stand here), not a warning (red: keep out).
+    pub safe: bool,
 }
 
 /// Limits on a telegraph (the API refuses beyond them; the wire carries no more).
@@ -94,15 +96,20 @@ pub const TELEGRAPH_TICKS_MAX: u8 = 240;
 pub const TELEGRAPHS_PER_TICK: usize = 64;
 
 impl Telegraph {
-    /// A telegraph read from bytes (`kind` 0 a line, 1 a circle), if it is one the API
-    /// could have made: what both decoders (the network's and the worker pipe's) accept.
+    /// A telegraph read from bytes (`kind`: bit 0 a circle, bit 1 safe; nothing above),
+    /// if it is one the API could have made: what both decoders (the network's and the
+    /// worker pipe's) accept.
     pub fn decoded(pos: Vec2, angle: f32, length: f32, width: f32, ticks: u8, kind: u8) -> Option<Telegraph> {
-        let circle = match kind {
-            0 => false,
-            1 => true,
-            _ => return None,
-        };
-        Some(Telegraph { pos, angle, length, width, ticks, circle }).filter(Telegraph::valid)
+        if kind > 3 {
+            return None;
+        }
+        let (circle, safe) = (kind & 1 != 0, kind & 2 != 0);
+        Some(Telegraph { pos, angle, length, width, ticks, circle, safe }).filter(Telegraph::valid)
+    }
+
+    /// The kind byte both encoders write (see [`Telegraph::decoded`]).
+    pub fn kind(&self) -> u8 {
+        u8::from(self.circle) | u8::from(self.safe) << 1
     }
 
     /// Within the limits, with finite numbers.

@@ -432,7 +432,8 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
     // that brightens as the attack nears.
     for (t, age) in view.telegraphs {
         let k = age.clamp(0.0, 1.0);
-        let color = [1.0, 0.32, 0.26, 0.35 + 0.45 * k];
+        // Red keeps players out; gold (a downed teammate's ring) asks them in.
+        let color = if t.safe { [1.0, 0.75, 0.3, 0.35 + 0.45 * k] } else { [1.0, 0.32, 0.26, 0.35 + 0.45 * k] };
         if t.circle {
             out.push(Sprite {
                 pos: [t.pos.x, t.pos.y],
@@ -813,10 +814,24 @@ mod tests {
             0,
         );
         let theme = crate::sim::defs::ThemeDef::default();
-        let line =
-            Telegraph { pos: Vec2::new(10.0, 20.0), angle: 0.0, length: 100.0, width: 4.0, ticks: 30, circle: false };
-        let ring =
-            Telegraph { pos: Vec2::new(5.0, 5.0), angle: 0.0, length: 40.0, width: 3.0, ticks: 30, circle: true };
+        let line = Telegraph {
+            pos: Vec2::new(10.0, 20.0),
+            angle: 0.0,
+            length: 100.0,
+            width: 4.0,
+            ticks: 30,
+            circle: false,
+            safe: false,
+        };
+        let ring = Telegraph {
+            pos: Vec2::new(5.0, 5.0),
+            angle: 0.0,
+            length: 40.0,
+            width: 3.0,
+            ticks: 30,
+            circle: true,
+            safe: false,
+        };
         let enemies = [SnapEnemy { id: 1, def: 0, pos: Vec2::new(30.0, 30.0), hp: 5 }];
         let boss = SnapBoss { def: 0, pos: Vec2::new(70.0, 30.0), hp: 1, max_hp: 2, phase: 2 };
         let sparks: Vec<Spark> = spark_burst(Vec2::new(60.0, 60.0), 4, 100.0, [1.0; 4], 3).collect();
@@ -825,7 +840,11 @@ mod tests {
             enemy_radius: &[12.0],
             boss: Some(boss),
             boss_radius: &[30.0],
-            telegraphs: &[(line, 0.5), (ring, 0.2)],
+            telegraphs: &[
+                (line, 0.5),
+                (ring, 0.2),
+                (Telegraph { pos: Vec2::new(90.0, 90.0), safe: true, ..ring }, 0.2),
+            ],
             time: 0.25,
             sparks: &sparks,
             ..bare(&theme, &pool)
@@ -844,7 +863,10 @@ mod tests {
         // soft edge), filled as far as the attack has come.
         let l = out[at(SH_TELEGRAPH).expect("a line")];
         assert_eq!((l.pos, l.size, l.dir, l.params[2]), ([60.0, 20.0], [50.0, 3.5], [1.0, 0.0], 0.5));
-        assert!(out.iter().any(|s| s.params[0] == SH_RING && s.pos == [5.0, 5.0] && s.size == [40.0, 40.0]));
+        let warn = out.iter().find(|s| s.params[0] == SH_RING && s.pos == [5.0, 5.0] && s.size == [40.0, 40.0]);
+        let safe = out.iter().find(|s| s.params[0] == SH_RING && s.pos == [90.0, 90.0]);
+        // A warning is red; a safe mark is gold, as a downed teammate's ring.
+        assert!(warn.expect("the circle").color[1] < 0.5 && safe.expect("the safe circle").color[1] > 0.7);
         // Bodies: the look's shape and parts; a boss's phase in the parts; the enemy turned
         // a quarter turn a second for a quarter second.
         let e = out[at(SH_BODY + BodyShape::Cross.code() as f32).expect("the enemy's body")];

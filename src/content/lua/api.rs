@@ -518,6 +518,15 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
             let (x, y) = (num(&t, "x").map_err(fail)?, num(&t, "y").map_err(fail)?);
             let angle = num(&t, "angle").map_err(fail)?;
             let aimed = t.get::<Value>("aim")?;
+            let safe = match t.get::<Value>("safe")? {
+                Value::Nil => false,
+                Value::Boolean(b) => b,
+                other => {
+                    // Lua's own names: an integer is a number to the modder.
+                    let ty = if matches!(other, Value::Integer(_)) { "number" } else { other.type_name() };
+                    return Err(fail(rt_err(format!("field 'safe' must be true or false, not {ty}"))));
+                }
+            };
             with_ctx(lua, |c| {
                 if c.telegraphs >= TELEGRAPHS_PER_TICK {
                     return Err(rt_err(format!("more than {TELEGRAPHS_PER_TICK} telegraphs in one tick")));
@@ -529,7 +538,7 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     (Value::Nil, None) => 90.0,
                     (v, _) => aim_angle(c, v)?,
                 };
-                let t = Telegraph { pos, angle, length, width, ticks, circle };
+                let t = Telegraph { pos, angle, length, width, ticks, circle, safe };
                 if !t.valid() {
                     return Err(rt_err("its numbers must be finite and within the limits"));
                 }

@@ -346,8 +346,35 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     env.raw_set("_G", env.clone())?;
+    // Strict globals: reading a name that neither the API nor the mod defined is an error
+    // at the mod's line. Lua would read nil, and a misspelt name in a firing table would
+    // quietly become the field's default. `rawget(_ENV, name)` tests for one on purpose.
+    let strict = lua.create_function(move |lua, (env, k): (Table, Value)| -> mlua::Result<Value> {
+        let v: Value = api.raw_get(k.clone())?;
+        let Value::String(name) = &k else { return Ok(v) };
+        if !v.is_nil() {
+            return Ok(v);
+        }
+        let name = name.to_string_lossy();
+        let mut known: Vec<String> = Vec::new();
+        for t in [&api, &env] {
+            for (key, _) in t.pairs::<Value, Value>().flatten() {
+                if let Value::String(key) = key {
+                    known.push(key.to_string_lossy());
+                }
+            }
+        }
+        let hint = crate::content::lua::spec::suggest(&name, known.iter().map(|s| s.as_str()))
+            .map(|g| format!(" (did you mean '{g}'?)"))
+            .unwrap_or_default();
+        let name = escape_text(&name);
+        Err(rt_err(format!(
+            "{}undefined global '{name}'{hint}: a global is nil until the script sets one (to test for one on purpose: rawget(_ENV, \"{name}\"))",
+            where_in_mod(lua)
+        )))
+    })?;
     let mt = lua.create_table()?;
-    mt.raw_set("__index", api)?;
+    mt.raw_set("__index", strict)?;
     mt.raw_set("__metatable", false)?;
     env.set_metatable(Some(mt))?;
     Ok(env)

@@ -83,6 +83,11 @@ pub const TELEGRAPH_FIELDS: &[Field] = &[
     },
     Field { name: "width", ty: "number", doc: "A line's width, px, 1..64. Default 3." },
     Field { name: "ticks", ty: "integer", doc: "How long it shows, 1..240 ticks. Default 30 (half a second)." },
+    Field {
+        name: "safe",
+        ty: "boolean",
+        doc: "A place to stand in (drawn gold, like a downed teammate's revive ring), not a warning (red). Default false.",
+    },
 ];
 
 /// Every global function a script can call, in the order `docs/MODDING.md` lists them.
@@ -293,21 +298,29 @@ pub const FUNCTIONS: &[ApiFn] = &[
 pub const SOUNDS: &[&str] =
     &["shotgun", "sniper", "summon", "fire", "hit_taken", "hit_dealt", "death", "phase", "portal", "escape", "cleared"];
 
-/// The closest known name to `got` (for "did you mean"), if it is close enough.
+/// The closest known name to `got` (for "did you mean"), if it is close enough. Two
+/// letters swapped count as one slip ("wiat" is "wait", not "hint").
 pub fn suggest<'a>(got: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     fn dist(a: &str, b: &str) -> usize {
         let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for i in 1..=a.len() {
-            let mut prev = row[0];
+        // Optimal string alignment: edits, and adjacent transpositions as one.
+        let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+        for (i, row) in d.iter_mut().enumerate() {
             row[0] = i;
+        }
+        for (j, cell) in d[0].iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
             for j in 1..=b.len() {
-                let cur = row[j];
-                row[j] = (row[j] + 1).min(row[j - 1] + 1).min(prev + usize::from(a[i - 1] != b[j - 1]));
-                prev = cur;
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+                }
             }
         }
-        row[b.len()]
+        d[a.len()][b.len()]
     }
     known
         .map(|k| (dist(got, k), k))

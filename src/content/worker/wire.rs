@@ -473,7 +473,7 @@ impl Answer {
                         f32w(&mut w, v);
                     }
                     w.u8(t.ticks);
-                    w.u8(u8::from(t.circle));
+                    w.u8(t.kind());
                 }
             }
         }
@@ -654,6 +654,7 @@ mod tests {
             width: 2.0,
             ticks: 20,
             circle: false,
+            safe: false,
         }
     }
 
