@@ -47,7 +47,10 @@ struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=256))]
     threads: Option<u64>,
     /// Reload the dedicated server's mods when one of their files is saved: fights that
-    /// start after the save use the new version, running ones finish on the old.
+    /// start after the save use the new version, running ones finish on the old. A change
+    /// of looks only (colours, names, bodies, themes) reaches connected players live; a
+    /// change their games rely on (an enemy, bullet kind or dungeon added or removed, a
+    /// size, an arena) asks them to join again, saying what changed.
     #[arg(long)]
     watch_mods: bool,
     /// Extra mod folder for the dedicated server (a mod, or a folder of mods); repeatable.

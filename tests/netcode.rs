@@ -1257,19 +1257,41 @@ fn server_reload_keeps_players_for_script_changes_and_refuses_what_it_cannot_app
         "{e:?}"
     );
     std::fs::write(&spin, "wait(1000)\n").unwrap();
-    // A change to what players' games hold (an enemy's colour): host-and-play refuses it...
+    // A change of looks (an enemy's colour): the player gets it live and plays on, on a
+    // dedicated server and in host-and-play alike.
     let enemies = m.join("enemies.toml");
+    let before = st.clients[0].defs().unwrap().enemies.iter().find(|e| e.id == "gen_spinner").unwrap().color;
     let t = std::fs::read_to_string(&enemies).unwrap().replace("#20c0a0", "#ff0000");
-    std::fs::write(&enemies, t).unwrap();
+    std::fs::write(&enemies, &t).unwrap();
+    for (k, allow_rejoin) in [(1, false), (2, true)] {
+        if k == 2 {
+            std::fs::write(&enemies, t.replace("#ff0000", "#00ff00")).unwrap();
+        }
+        let o = st.server.reload(&load(), allow_rejoin).unwrap();
+        assert!(o.client_content_changed && o.players_updated_live == 1 && o.players_asked_to_rejoin == 0, "{o:?}");
+        st.run_until(60, |_, _| InputSample::default(), |st| st.clients[0].stats.content_updates == k);
+        assert!(st.clients[0].is_joined(), "still in: {:?}", st.clients[0].phase);
+        assert_eq!(st.clients[0].stats.content_updates, k);
+        assert!(st.clients[0].events.iter().any(|e| matches!(e, client::ClientEvent::ContentUpdated)));
+        let now = st.clients[0].defs().unwrap().enemies.iter().find(|e| e.id == "gen_spinner").unwrap().color;
+        assert_eq!(now, if k == 1 { [255, 0, 0] } else { [0, 255, 0] }, "the new colour (was {before:?})");
+        assert_eq!(st.clients[0].content.as_ref().unwrap().digest, st.server.content.digest);
+    }
+    // A change the running game relies on (a new enemy): host-and-play refuses it...
+    let more = format!(
+        "{}\n[gen_extra]\nname = \"Extra\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nhostile = false\n",
+        std::fs::read_to_string(&enemies).unwrap()
+    );
+    std::fs::write(&enemies, &more).unwrap();
     let e = st.server.reload(&load(), false).unwrap_err();
-    assert!(e[0].contains("restart hosting"), "{e:?}");
+    assert!(e[0].contains("restart hosting") && e[0].contains("enemies were added or removed"), "{e:?}");
     assert!(st.clients[0].is_joined());
     // ...a dedicated server applies it and asks the players to join again, saying why.
     let o = st.server.reload(&load(), true).unwrap();
-    assert!(o.client_content_changed && o.players_asked_to_rejoin == 1);
+    assert!(o.client_content_changed && o.players_asked_to_rejoin == 1 && o.players_updated_live == 0);
     st.run_until(30, |_, _| InputSample::default(), |_| false);
     match &st.clients[0].phase {
-        Phase::Failed(why) => assert!(why.contains("mods changed"), "{why}"),
+        Phase::Failed(why) => assert!(why.contains("mods changed") && why.contains("enemies were added"), "{why}"),
         other => panic!("expected to be asked to rejoin, got {other:?}"),
     }
 }

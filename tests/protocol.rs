@@ -15,7 +15,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 10, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 11, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -70,6 +70,10 @@ fn golden_content_messages() {
     assert_eq!(hex(&b[33..]), "ac 02 c8 01");
     let chunk = ServerMsg::ContentChunk { offset: 1024, data: vec![1, 2, 3] };
     assert_eq!(hex(&chunk.encode()), "0e 80 08 03 01 02 03");
+    // A live update: the offer's layout under type 19.
+    let update = ServerMsg::ContentUpdate { digest: d, raw_len: 300, packed_len: 200 };
+    let u = update.encode();
+    assert_eq!((hex(&u[..1]).as_str(), &u[1..], ServerMsg::decode(&u).unwrap()), ("13", &b[1..], update));
     for m in [want, ready] {
         assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
     }
@@ -439,6 +443,7 @@ fn hostile_bytes_never_panic_and_never_overallocate() {
     let seeds: Vec<Vec<u8>> = vec![
         ClientMsg::Hello { version: 1, content: ContentDigest([9; 32]), name: "x".into() }.encode(),
         ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
+        ServerMsg::ContentUpdate { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
         ServerMsg::ContentChunk { offset: 77, data: vec![5; 40] }.encode(),
         ServerMsg::Snapshot(SnapshotMsg::diff(None, &snapshot(), Some(1))).encode(),
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &snapshot(), Some(1))).encode(),
@@ -540,6 +545,11 @@ fn fuzz_corpus_matches_the_encoders() {
         ServerMsg::ContentOffer { digest: ContentDigest([1; 32]), raw_len: 5000, packed_len: 900 }.encode(),
     );
     w("server_msg", "chunk", ServerMsg::ContentChunk { offset: 0, data: vec![7; 64] }.encode());
+    w(
+        "server_msg",
+        "update",
+        ServerMsg::ContentUpdate { digest: ContentDigest([2; 32]), raw_len: 5000, packed_len: 900 }.encode(),
+    );
     // The base game's client-side content, in the current format (themes and all).
     let base = hailfire::content::load(&[hailfire::content::ModRoot::Mod(hailfire::content::content_dir())]);
     w(
@@ -600,7 +610,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 17, "every seed written above was checked");
+    assert_eq!(seeds, 18, "every seed written above was checked");
 }
 
 #[test]

@@ -436,6 +436,11 @@ impl Session {
                         }
                     }
                 }
+                ClientEvent::ContentUpdated => {
+                    // The palette follows the content's digest; the words are the player's.
+                    self.notices.push(("The server's mods changed how things look: updated".into(), Instant::now()));
+                    println!("hailfire: the server's looks changed: updated without leaving");
+                }
                 ClientEvent::Hit { target: WireTarget::Player(p) } if Some(p) == own_id => audio.play("hit_taken"),
                 ClientEvent::Hit { target: WireTarget::Boss | WireTarget::Enemy(_) } => audio.play("hit_dealt"),
                 ClientEvent::Hit { .. } => {}

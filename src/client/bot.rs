@@ -392,6 +392,21 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 problem = Some(format!("prediction never recovered (recent error {:.1} px)", c.stats.pred_err_recent));
             }
             let s = &c.stats;
+            let content_line = format!(
+                "{}{}",
+                if s.content_from_cache {
+                    "from the cache".to_string()
+                } else if s.content_bytes > 0 {
+                    format!("downloaded ({} bytes)", s.content_bytes)
+                } else {
+                    "installed".to_string()
+                },
+                match (s.content_updates, s.content_updates_refused) {
+                    (0, 0) => String::new(),
+                    (n, 0) => format!(", updated live {n} time(s) without reconnecting"),
+                    (n, r) => format!(", updated live {n} time(s), {r} update(s) refused"),
+                }
+            );
             let line = format!(
                 "bot {}: player {} | {} | content {} | prediction error mean {:.3} px, max {:.2} px, snaps {} | inputs dropped {} (server coasted {} ticks of {}) | lead target {}, redundancy {}, late frames {}, missing {} | resyncs {} ({} from ack stall) | payload up {:.2} KB/s, down {:.2} KB/s{}",
                 c.name,
@@ -407,13 +422,7 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                     ),
                     (None, _) => "in the hub".to_string(),
                 },
-                if s.content_from_cache {
-                    "from the cache".to_string()
-                } else if s.content_bytes > 0 {
-                    format!("downloaded ({} bytes)", s.content_bytes)
-                } else {
-                    "installed".to_string()
-                },
+                content_line,
                 s.pred_err_mean(),
                 s.pred_err_max,
                 s.snaps_over_threshold,

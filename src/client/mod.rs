@@ -99,6 +99,9 @@ pub enum ClientEvent {
     Entered {
         dungeon: String,
     },
+    /// The server's looks changed and this game now holds them (a live content update):
+    /// whatever was drawn from the old content is drawn again from `Client::content`.
+    ContentUpdated,
     Sfx {
         name: String,
         pos: Vec2,
@@ -180,6 +183,10 @@ pub struct ClientStats {
     /// Content received at join (compressed bytes), and whether the cache answered.
     pub content_bytes: u64,
     pub content_from_cache: bool,
+    /// Live content updates applied while playing (looks changed on the server), and
+    /// those refused (what the server sent could not replace the running content).
+    pub content_updates: u32,
+    pub content_updates_refused: u32,
 }
 
 impl ClientStats {
@@ -225,9 +232,23 @@ pub struct Download {
     buf: Vec<u8>,
     offered_ms: f64,
     last_ms: f64,
+    /// A live update while playing (not the join's download).
+    live: bool,
 }
 
 impl Download {
+    fn new(digest: ContentDigest, raw_len: usize, packed_len: usize, now_ms: f64, live: bool) -> Self {
+        Download {
+            digest,
+            raw_len,
+            packed_len,
+            buf: Vec::with_capacity(packed_len.min(64 << 10)),
+            offered_ms: now_ms,
+            last_ms: now_ms,
+            live,
+        }
+    }
+
     pub fn received(&self) -> usize {
         self.buf.len()
     }
@@ -731,6 +752,7 @@ impl<T: Transport> Client<T> {
         match m {
             ServerMsg::ContentOffer { digest, raw_len, packed_len } => self.on_offer(digest, raw_len, packed_len),
             ServerMsg::ContentChunk { offset, data } => self.on_chunk(offset, &data),
+            ServerMsg::ContentUpdate { digest, raw_len, packed_len } => self.on_update(digest, raw_len, packed_len),
             ServerMsg::RunSummary(sum) => {
                 if self.summaries.len() < 64 {
                     self.summaries.push(sum.clone());
@@ -889,15 +911,54 @@ impl<T: Transport> Client<T> {
             return;
         }
         tracing::info!(digest = %digest.short(), bytes = packed, "downloading the server's content");
-        self.download = Some(Download {
-            digest,
-            raw_len: raw,
-            packed_len: packed,
-            buf: Vec::with_capacity(packed.min(64 << 10)),
-            offered_ms: self.now_ms,
-            last_ms: self.now_ms,
-        });
+        self.download = Some(Download::new(digest, raw, packed, self.now_ms, false));
         self.net.send(0, CH_CONTROL, &ClientMsg::ContentWant.encode());
+    }
+
+    /// A live content update: only while playing, one at a time, within the same size
+    /// limit as at join. The chunks follow unasked.
+    fn on_update(&mut self, digest: ContentDigest, raw_len: u32, packed_len: u32) {
+        // A newer update replaces one still arriving (the server saved twice quickly: its
+        // stream of the first stopped where this message is).
+        if self.phase != Phase::Joined || self.download.as_ref().is_some_and(|d| !d.live) {
+            self.stats.malformed += 1;
+            return;
+        }
+        let (raw, packed) = (raw_len as usize, packed_len as usize);
+        if raw > MAX_CONTENT_BYTES || packed > MAX_CONTENT_BYTES {
+            self.stats.content_updates_refused += 1;
+            tracing::warn!(bytes = raw.max(packed), "refused a live content update: too large");
+            return;
+        }
+        tracing::info!(digest = %digest.short(), bytes = packed, "the server's looks changed: updating");
+        self.download = Some(Download::new(digest, raw, packed, self.now_ms, true));
+    }
+
+    /// Swaps in content received while playing, if it can replace the running one.
+    fn apply_update(&mut self, c: ClientContent) {
+        let verdict = match &self.content {
+            Some(old) => old.defs.live_compatible(&c.defs),
+            None => Err("no content to update".into()),
+        };
+        match verdict {
+            Ok(()) => {
+                if let Some(cache) = &self.cache {
+                    if let Err(e) = cache.store(&c) {
+                        tracing::warn!(dir = %cache.dir.display(), "could not cache the server's content: {e}");
+                    }
+                }
+                tracing::info!(digest = %c.digest.short(), "live content update applied");
+                self.content = Some(c);
+                self.stats.content_updates += 1;
+                self.events.push(ClientEvent::ContentUpdated);
+            }
+            Err(why) => {
+                // The server checks the same before sending; a server that did not is
+                // ignored, and the running content stays.
+                self.stats.content_updates_refused += 1;
+                tracing::warn!("refused a live content update: {why}");
+            }
+        }
     }
 
     fn on_chunk(&mut self, offset: u32, data: &[u8]) {
@@ -927,6 +988,11 @@ impl<T: Transport> Client<T> {
             ClientContent::decode(&raw)
         });
         match result {
+            Ok(c) if d.live => self.apply_update(c),
+            Err(e) if d.live => {
+                self.stats.content_updates_refused += 1;
+                tracing::warn!("refused a live content update: {e}");
+            }
             Ok(c) => {
                 if let Some(cache) = &self.cache {
                     if let Err(e) = cache.store(&c) {

@@ -231,7 +231,14 @@ pub fn load_checked(roots: &[ModRoot], lenient: bool, choice: &Choice, trusted: 
     if lenient || !content.mods.iter().any(|m| m.loaded && m.id != "base") {
         return content;
     }
-    let dry = validate::dry_run_trusting(&content, validate::DRY_RUN_TICKS, validate::LOAD_TIME_LIMIT, trusted, true);
+    let dry = validate::dry_run_trusting(
+        &content,
+        validate::DRY_RUN_TICKS,
+        validate::LOAD_PHASE_TICKS,
+        validate::LOAD_TIME_LIMIT,
+        trusted,
+        true,
+    );
     let failing: Vec<String> = content
         .mods
         .iter()

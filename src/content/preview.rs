@@ -273,10 +273,26 @@ impl PreviewHost {
     pub fn reload(&mut self) {
         match Preview::load(&self.path, self.target.clone(), self.phase, self.players) {
             Ok(p) => {
+                if !self.errors.is_empty() {
+                    eprintln!("preview: reloaded: the mod loads again");
+                    tracing::info!("preview reloaded: the mod loads again");
+                }
                 self.preview = p;
                 self.errors.clear();
             }
-            Err(e) => self.errors = e,
+            Err(e) => {
+                // Said where the modder is looking (the terminal) and kept in the log, as
+                // well as drawn over the window: a reload that failed must not go unseen.
+                eprintln!(
+                    "preview: the save did not load ({} error(s)); the last good version keeps running:",
+                    e.len()
+                );
+                for line in &e {
+                    eprintln!("  {line}");
+                    tracing::warn!("preview reload failed: {line}");
+                }
+                self.errors = e
+            }
         }
         self.reloads += 1;
         self.reloaded_at = Some(Instant::now());

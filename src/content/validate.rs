@@ -18,6 +18,10 @@ pub const DRY_RUN_TICKS: u32 = 300;
 /// timeline of several attacks before they loop, and a mistake in the third attack must
 /// show here, not live. The base game's whole check takes about half a second with it.
 pub const DRY_RUN_PHASE_TICKS: u32 = 1800;
+/// Each boss phase in the game's own check at load, which has [`LOAD_TIME_LIMIT`] for every
+/// mod together (mods' scripts run in workers, a round trip a tick): 5 s of each phase.
+/// A mistake later in a phase is `mods check`'s to find; live, it stops that emitter.
+pub const LOAD_PHASE_TICKS: u32 = 300;
 
 pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
@@ -96,7 +100,9 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     let content = super::load_checked(&roots, true, &asked, &[]);
     let mut diagnostics = content.diagnostics.clone();
     diagnostics.extend(missing);
-    let d = dry_run(&content, ticks);
+    // Pointed at mods: what runs their scripts (the base game's own scripts are the same
+    // for everyone, and `mods check` with no path runs them too).
+    let d = dry_run_trusting(&content, ticks, ticks.max(DRY_RUN_PHASE_TICKS), CHECK_TIME_LIMIT, &[], !paths.is_empty());
     // The verdict per mod is the game's: a mod with an error here is one the game refuses.
     let mut mods = content.mods.clone();
     for m in mods.iter_mut() {
@@ -178,7 +184,7 @@ struct Budget {
 /// [`dry_run`] that stops after `limit`: what was running then is an error of its mod
 /// (scripts that use most of their budget every tick could otherwise make a load last).
 pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Duration) -> DryRun {
-    dry_run_trusting(content, ticks, limit, &[], false)
+    dry_run_trusting(content, ticks, ticks.max(DRY_RUN_PHASE_TICKS), limit, &[], false)
 }
 
 /// [`dry_run_within`], running the mods in `trusted` in this process and every other mod
@@ -186,12 +192,13 @@ pub fn dry_run_within(content: &super::Content, ticks: u32, limit: std::time::Du
 pub fn dry_run_trusting(
     content: &super::Content,
     ticks: u32,
+    phase_ticks: u32,
     limit: std::time::Duration,
     trusted: &[String],
     mods_only: bool,
 ) -> DryRun {
     let ticks = ticks.max(1);
-    let phase_ticks = ticks.max(DRY_RUN_PHASE_TICKS);
+    let phase_ticks = phase_ticks.max(1);
     let mut phases_run = 0;
     // `mods_only` (the game's check at load): only what runs some mod's script. What runs
     // the base game's scripts alone cannot fail because of a mod, and its tests cover it;
@@ -304,6 +311,9 @@ pub fn dry_run_trusting(
         if !mods_script(&mut defs.bosses[b].phases.iter().flat_map(|p| p.emitters.iter())) {
             continue;
         }
+        if !phases_in_order(&defs.bosses[b].phases) {
+            continue; // the loader said so at its line; running it would only say it again
+        }
         let dungeon = format!("__dry_{b}");
         let mut inst = dry_instance(&defs, &factory, &dungeon);
         let mut ev = Vec::new();
@@ -333,8 +343,8 @@ pub fn dry_run_trusting(
     let real: Vec<String> = defs.dungeons.keys().filter(|d| !d.starts_with("__dry_")).cloned().collect();
     for d in &real {
         let dd = &defs.dungeons[d];
-        if !defs.bosses.contains_key(&dd.boss) {
-            continue; // reported by the reference check
+        if !defs.bosses.get(&dd.boss).is_some_and(|b| phases_in_order(&b.phases)) {
+            continue; // reported by the reference check, or the phases' order by the loader
         }
         let wave_emitters = dd.waves.iter().flat_map(|w| w.spawns.iter()).filter_map(|s| defs.enemies.get(&s.enemy));
         let mut all = defs.bosses[&dd.boss]
@@ -415,6 +425,13 @@ pub fn dry_run_trusting(
         }
     }
     DryRun { diagnostics, logs, emitters_run, bosses_run, dungeons_run, phases_run, phase_ticks }
+}
+
+/// Phases from 1.0 down, strictly: the only order the dry run can hold each one in (the
+/// loader reports any other, at its line).
+fn phases_in_order(phases: &[crate::sim::defs::PhaseDef]) -> bool {
+    phases.first().is_some_and(|p| p.hp_threshold == 1.0)
+        && phases.windows(2).all(|w| w[1].hp_threshold < w[0].hp_threshold && w[1].hp_threshold > 0.0)
 }
 
 /// The HP fraction that keeps a boss in phase `i`: halfway between its threshold and the

@@ -900,6 +900,11 @@ pub enum ServerMsg {
     /// Type 14, CONTROL, after `ContentWant`: the deflated content in order, at most
     /// `CONTENT_CHUNK` bytes each. `u8 type, var offset, var n, n bytes`.
     ContentChunk { offset: u32, data: Vec<u8> },
+    /// Type 19, CONTROL, to a player already in: the server's mods changed only in looks
+    /// (colours, names, bodies, themes), so the game swaps its content without leaving.
+    /// `ContentChunk`s follow at once, as after `ContentWant` (none when the game can be
+    /// expected to hold it: it never asks). Same layout as `ContentOffer`.
+    ContentUpdate { digest: ContentDigest, raw_len: u32, packed_len: u32 },
     /// Type 12, CONTROL, reliable, about once a second.
     /// `u8 type, var inputs_dropped, var ticks_coasted` (cumulative for this player).
     Stats { inputs_dropped: u32, ticks_coasted: u32 },
@@ -980,6 +985,7 @@ pub const T_NOTICE: u8 = 15;
 pub const T_RUN_SUMMARY: u8 = 16;
 pub const T_RUN_STATUS: u8 = 17;
 pub const T_RECORDS: u8 = 18;
+pub const T_CONTENT_UPDATE: u8 = 19;
 
 /// One dungeon's record on a server, as players see it at the portal.
 #[derive(Clone, Debug, PartialEq)]
@@ -1398,6 +1404,12 @@ impl ServerMsg {
                 w.var(*raw_len as u64);
                 w.var(*packed_len as u64);
             }
+            ServerMsg::ContentUpdate { digest, raw_len, packed_len } => {
+                w.u8(T_CONTENT_UPDATE);
+                w.bytes(&digest.0);
+                w.var(*raw_len as u64);
+                w.var(*packed_len as u64);
+            }
             ServerMsg::ContentChunk { offset, data } => {
                 w.u8(T_CONTENT_CHUNK);
                 w.var(*offset as u64);
@@ -1655,6 +1667,11 @@ impl ServerMsg {
                 _ => return Err(DecodeError::BadValue("reject code")),
             }),
             T_CONTENT_OFFER => ServerMsg::ContentOffer {
+                digest: ContentDigest(r.array()?),
+                raw_len: r.var_u32("content size")?,
+                packed_len: r.var_u32("content size")?,
+            },
+            T_CONTENT_UPDATE => ServerMsg::ContentUpdate {
                 digest: ContentDigest(r.array()?),
                 raw_len: r.var_u32("content size")?,
                 packed_len: r.var_u32("content size")?,

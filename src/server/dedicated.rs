@@ -136,6 +136,7 @@ impl ModReloader {
         self.loading = None;
         match server.reload(&content, self.allow_rejoin) {
             Ok(o) => info!(
+                players_updated_live = o.players_updated_live,
                 players_asked_to_rejoin = o.players_asked_to_rejoin,
                 client_content_changed = o.client_content_changed,
                 running_on_old = server.world.instances_on_old_content(),

@@ -153,13 +153,18 @@ struct Peer {
     admin_failures: u32,
     /// The run counts last sent to this player (`RunStatus`), and when.
     run_sent: Option<(crate::client::RunStatus, u32)>,
+    /// A live content update being streamed to this player: bytes sent so far.
+    live_sent: Option<usize>,
 }
 
 /// What a content reload did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReloadOutcome {
-    /// What players' games hold changed (so they had to join again).
+    /// What players' games hold changed.
     pub client_content_changed: bool,
+    /// Players sent the new looks while they keep playing (only looks changed).
+    pub players_updated_live: usize,
+    /// Players asked to join again (what their games' running content relies on changed).
     pub players_asked_to_rejoin: usize,
 }
 
@@ -573,6 +578,7 @@ impl<T: Transport> Server<T> {
                             rate: [0; CHANNEL_COUNT],
                             admin_failures: 0,
                             run_sent: None,
+                            live_sent: None,
                         },
                     );
                 }
@@ -636,6 +642,19 @@ impl<T: Transport> Server<T> {
                 if to > from {
                     out.push((*id, from, to));
                 }
+            }
+        }
+        // Live updates to players in the world, paced the same way.
+        for (id, p) in self.peers.iter_mut() {
+            let Some(sent) = p.live_sent.as_mut() else { continue };
+            let from = *sent;
+            let to = (from + CONTENT_CHUNK * CONTENT_CHUNKS_PER_TICK).min(total);
+            *sent = to;
+            if to >= total {
+                p.live_sent = None;
+            }
+            if to > from {
+                out.push((*id, from, to));
             }
         }
         for (peer, from, to) in out {
@@ -927,9 +946,10 @@ impl<T: Transport> Server<T> {
 
     /// Takes reloaded content (a mod was saved, `--watch-mods`). Content that does not load
     /// is refused and the running one stays. Otherwise instances opened from now on use
-    /// it and running fights finish on theirs. When what players' games hold changes too
-    /// (looks, names, dungeons), players already in are told to join again, which
-    /// downloads it: a game cannot swap its content mid-session yet.
+    /// it and running fights finish on theirs. When what players' games hold changes too:
+    /// a change of looks only (colours, names, bodies, themes) reaches the players already
+    /// in live, and they keep playing; a change their running games rely on (ids, sizes,
+    /// arenas) asks them to join again, saying what changed (host-and-play refuses it).
     pub fn reload(&mut self, content: &Content, allow_rejoin: bool) -> Result<ReloadOutcome, Vec<String>> {
         let errors: Vec<String> = content.errors().map(|d| d.to_string()).collect();
         // A mod that runs now and would be refused (the save broke it) keeps the running
@@ -947,15 +967,15 @@ impl<T: Transport> Server<T> {
         }
         let client = ClientContent::of(content);
         let changed = client.digest != self.content.digest;
-        if changed && !allow_rejoin {
-            return Err(vec![
-                "the change reaches what players' games hold (looks, names, dungeons): restart hosting to use it"
-                    .into(),
-            ]);
+        let live = self.content.defs.live_compatible(&client.defs);
+        if let (true, false, Err(why)) = (changed, allow_rejoin, &live) {
+            return Err(vec![format!(
+                "the change reaches what players' running games rely on ({why}): restart hosting to use it"
+            )]);
         }
         self.world.reload(content.defs.clone(), content.script_factory_trusting(&self.config.trusted_mods));
         self.loaded_mods = content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect();
-        let mut rejoin = 0;
+        let (mut rejoin, mut updated) = (0, 0);
         if changed {
             self.packed = client.packed();
             self.content = client;
@@ -967,17 +987,46 @@ impl<T: Transport> Server<T> {
                 .filter(|(_, p)| !matches!(p.state, PeerState::Handshake { .. }))
                 .map(|(id, _)| *id)
                 .collect();
-            rejoin = ids.len();
-            for peer in ids {
-                self.drop_peer(
-                    peer,
-                    Some(RejectReason::Kicked {
-                        reason: "the server's mods changed: join again to download them".into(),
-                    }),
-                );
+            match live {
+                Ok(()) => {
+                    // Looks only: players in the world get them now and play on; a player
+                    // still joining is offered the old content and is asked to join again
+                    // (rare: a save during someone's download).
+                    let update = ServerMsg::ContentUpdate {
+                        digest: self.content.digest,
+                        raw_len: self.content.encoded.len() as u32,
+                        packed_len: self.packed.len() as u32,
+                    };
+                    for peer in ids {
+                        let playing =
+                            self.peers.get(&peer).is_some_and(|p| matches!(p.state, PeerState::Playing { .. }));
+                        if playing {
+                            self.send(peer, CH_CONTROL, &update);
+                            if let Some(p) = self.peers.get_mut(&peer) {
+                                p.live_sent = Some(0);
+                            }
+                            updated += 1;
+                        } else {
+                            rejoin += 1;
+                            let reason = "the server's mods changed while you joined: join again".to_string();
+                            self.drop_peer(peer, Some(RejectReason::Kicked { reason }));
+                        }
+                    }
+                }
+                Err(why) => {
+                    rejoin = ids.len();
+                    for peer in ids {
+                        let reason = format!("the server's mods changed ({why}): join again to download them");
+                        self.drop_peer(peer, Some(RejectReason::Kicked { reason }));
+                    }
+                }
             }
         }
-        Ok(ReloadOutcome { client_content_changed: changed, players_asked_to_rejoin: rejoin })
+        Ok(ReloadOutcome {
+            client_content_changed: changed,
+            players_updated_live: updated,
+            players_asked_to_rejoin: rejoin,
+        })
     }
 
     /// A connected player by name (any case) or player id: peer, player id, name.

@@ -106,6 +106,53 @@ pub fn parse_color(s: &str) -> [u8; 3] {
 }
 
 impl ClientDefs {
+    /// Whether `new` can replace these definitions in a running game (a live content
+    /// update): the ids in order (snapshots and events refer to them by index), sizes,
+    /// arenas and layouts must stay; colours, names, bodies, shapes, themes, difficulty and
+    /// phase names may change. Err says what changed, in words for the players.
+    pub fn live_compatible(&self, new: &ClientDefs) -> Result<(), String> {
+        fn same<T>(a: &[T], b: &[T], id: impl Fn(&T) -> &str) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| id(x) == id(y))
+        }
+        if !same(&self.bullets, &new.bullets, |b| &b.id) {
+            return Err("bullet kinds were added or removed".into());
+        }
+        if let Some((b, _)) = self.bullets.iter().zip(&new.bullets).find(|(a, b)| a.radius != b.radius) {
+            return Err(format!("bullet kind '{}' changed size", b.id));
+        }
+        if !same(&self.enemies, &new.enemies, |e| &e.id) {
+            return Err("enemies were added or removed".into());
+        }
+        if let Some((e, _)) = self.enemies.iter().zip(&new.enemies).find(|(a, b)| a.radius != b.radius) {
+            return Err(format!("enemy '{}' changed size", e.id));
+        }
+        if !same(&self.bosses, &new.bosses, |b| &b.id) {
+            return Err("bosses were added or removed".into());
+        }
+        if let Some((b, _)) =
+            self.bosses.iter().zip(&new.bosses).find(|(a, b)| a.radius != b.radius || a.phases.len() != b.phases.len())
+        {
+            return Err(format!("boss '{}' changed size or its number of phases", b.id));
+        }
+        if !same(&self.dungeons, &new.dungeons, |d| &d.id) {
+            return Err("dungeons were added or removed".into());
+        }
+        let layout = |d: &DungeonInfo| (d.arena, d.spawn, d.max_players, d.boss, d.portal);
+        if let Some((d, _)) = self.dungeons.iter().zip(&new.dungeons).find(|(a, b)| layout(a) != layout(b)) {
+            return Err(format!("dungeon '{}' changed its arena, boss or portal", d.id));
+        }
+        if !same(&self.ships, &new.ships, |s| &s.id)
+            || self.ships.iter().zip(&new.ships).any(|(a, b)| a.stars != b.stars)
+        {
+            return Err("the ships changed".into());
+        }
+        let hub = |h: &HubDef| (h.arena, h.spawn, h.portal_radius, h.dummy.clone());
+        if hub(&self.hub) != hub(&new.hub) {
+            return Err("the hub's layout changed".into());
+        }
+        Ok(())
+    }
+
     /// The client-side part of merged definitions.
     pub fn from_defs(d: &Defs) -> ClientDefs {
         let boss_ids: Vec<&String> = d.bosses.keys().collect();
@@ -344,4 +391,34 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    #[test]
+    fn looks_may_change_live_and_what_a_running_game_relies_on_may_not() {
+        let c = crate::content::load(&[crate::content::ModRoot::Mod(crate::content::content_dir())]);
+        let old = ClientDefs::from_defs(&c.defs);
+        let mut new = old.clone();
+        new.enemies[0].color = [1, 2, 3];
+        new.enemies[0].name = "Renamed".into();
+        new.bullets[0].color = [9, 9, 9];
+        new.dungeons[0].theme.base = "#ff0000".into();
+        new.bosses[0].phases[0] = "Another name".into();
+        assert_eq!(old.live_compatible(&new), Ok(()));
+        let mut bigger = old.clone();
+        bigger.bullets[1].radius += 1.0;
+        assert!(old.live_compatible(&bigger).unwrap_err().contains("changed size"));
+        let mut fewer = old.clone();
+        fewer.enemies.pop();
+        assert!(old.live_compatible(&fewer).unwrap_err().contains("enemies were added or removed"));
+        let mut moved = old.clone();
+        moved.dungeons[0].arena[0] += 10.0;
+        assert!(old.live_compatible(&moved).unwrap_err().contains("arena"));
+        let mut phases = old.clone();
+        phases.bosses[0].phases.push("Extra".into());
+        assert!(old.live_compatible(&phases).unwrap_err().contains("phases"));
+    }
 }

@@ -229,6 +229,10 @@ pub struct PhaseDef {
     #[serde(default = "default_mult")]
     pub damage_taken_mult: f32,
     pub emitters: Vec<EmitterRef>,
+    /// When the phase begins, every enemy still in the fight (by then, the boss's summons)
+    /// leaves without dying: no kill, no score. Default false: they stay and fight on.
+    #[serde(default)]
+    pub clear_adds: bool,
 }
 
 fn default_mult() -> f32 {

@@ -893,6 +893,11 @@ impl Instance {
         }
         b.phase = phase;
         let ph = &bd.phases[phase];
+        if phase > 0 && ph.clear_adds {
+            for e in self.enemies.drain(..) {
+                self.scripts.stop(Owner::Enemy(e.id), None);
+            }
+        }
         for em in &ph.emitters {
             self.scripts.start(Owner::Boss, phase as u32, &em.id, em.args.as_deref());
         }

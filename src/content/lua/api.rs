@@ -98,7 +98,9 @@ impl ShotSpec {
     /// Counts `n` bullets against the instance's per-tick limit.
     fn count(c: &mut Ctx, n: usize) -> mlua::Result<()> {
         if c.shots + n > MAX_SHOTS_PER_TICK {
-            return Err(rt_err(format!("more than {MAX_SHOTS_PER_TICK} bullets fired in one tick in this instance")));
+            return Err(rt_err(format!(
+                "more than {MAX_SHOTS_PER_TICK} bullets fired in one tick in this instance: a loop that fires needs a wait() in it (wait(1) fires once a tick)"
+            )));
         }
         c.shots += n;
         Ok(())

@@ -328,7 +328,42 @@ fn describe_full(e: &mlua::Error) -> String {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::MemoryError(_) => format!("out of memory (limit {} MiB per mod per fight)", MEMORY_LIMIT >> 20),
         mlua::Error::WithContext { cause, .. } => describe(cause),
+        // Types in a modder's words ("an integer", not "i64").
+        mlua::Error::BadArgument { pos, name, cause, .. } => {
+            let which = name.as_ref().map_or(format!("argument #{pos}"), |n| format!("argument '{n}'"));
+            format!("bad {which}: {}", describe(cause))
+        }
+        mlua::Error::FromLuaConversionError { from, to, .. } => {
+            format!("expected {}, got {}", rust_type_in_words(to), lua_type_in_words(from))
+        }
         other => other.to_string(),
+    }
+}
+
+/// A Rust type as a modder reads it.
+fn rust_type_in_words(t: &str) -> String {
+    let t = t.rsplit("::").next().unwrap_or(t);
+    match t {
+        "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize" | "Integer" => {
+            "an integer (a whole number)".into()
+        }
+        "f32" | "f64" | "Number" => "a number".into(),
+        "String" | "&str" | "str" | "BString" | "StdString" => "a string".into(),
+        "bool" => "true or false".into(),
+        "Table" => "a table".into(),
+        "Function" => "a function".into(),
+        other if other.starts_with("Option<") => rust_type_in_words(&other[7..other.len().saturating_sub(1)]),
+        other => other.to_string(),
+    }
+}
+
+/// A Lua type name with its article.
+fn lua_type_in_words(t: &str) -> String {
+    match t {
+        "integer" | "number" => "a number".into(),
+        "nil" => "nil".into(),
+        "boolean" => "true or false".into(),
+        other => format!("a {other}"),
     }
 }
 

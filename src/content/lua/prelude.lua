@@ -118,7 +118,15 @@ setmetatable = function(t, mt)
   if mt ~= nil and _rawget(mt, "__gc") ~= nil then _error("__gc metamethods are not allowed", 2) end
   -- A generic `for`'s fourth value is to-be-closed too (no <close> in the source).
   if mt ~= nil and _rawget(mt, "__close") ~= nil then _error("__close metamethods are not allowed", 2) end
-  return _setmetatable(t, mt)
+  -- Lua's own refusal (a protected metatable) is reported at the mod's line, not here.
+  local ok, r = _pcall(_setmetatable, t, mt)
+  if not ok then
+    local m = type(r) == "string" and r or "cannot set this metatable"
+    local at = m:find(": ", 1, true)
+    if m:sub(1, 8) == "prelude:" and at then m = m:sub(at + 2) end
+    _error(m, 2)
+  end
+  return r
 end
 
 math.random = function(a, b)
