@@ -1425,3 +1425,137 @@ pub fn balance_bench(content: &Content, only: Option<&str>, runs: u32, quick: bo
     }
     rows
 }
+
+/// What the lag compensation bench measured (one link, with or without compensation).
+#[derive(Clone, Debug)]
+pub struct LagCompResult {
+    pub link: crate::net::LinkProfile,
+    pub compensate: bool,
+    pub seconds: f64,
+    /// Shots fired, shots that met the target on the shooter's screen, and of those, the
+    /// ones the server counted as hits.
+    pub shots: usize,
+    pub screen_hits: usize,
+    pub confirmed: usize,
+    /// Server hits the shooter's screen never showed (the other way of being wrong).
+    pub unseen: usize,
+    /// The view delay the client reported at the end, quarter ticks.
+    pub view_delay: u8,
+}
+
+impl std::fmt::Display for LagCompResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let share = if self.screen_hits == 0 { 0.0 } else { 100.0 * self.confirmed as f64 / self.screen_hits as f64 };
+        write!(
+            f,
+            "lag compensation {:<3} on {:.0} ms / {:.0} ms / {:.0} %: {} shots in {:.0} s, {} hit on screen, {} of those on the server ({:.1} %), {} server hits not seen on screen; view delay {:.2} ticks",
+            if self.compensate { "on" } else { "off" },
+            self.link.rtt_ms,
+            self.link.jitter_ms,
+            self.link.loss * 100.0,
+            self.shots,
+            self.seconds,
+            self.screen_hits,
+            self.confirmed,
+            share,
+            self.unseen,
+            self.view_delay as f32 / crate::sim::config::VIEW_STEPS_PER_TICK as f32
+        )
+    }
+}
+
+/// One bot on `link` in the hub (nothing else to hit there, and nothing dies) shoots at a
+/// training dummy the bench moves along a circle at 3 px a tick (180 px/s), aiming with
+/// lead at where its replica shows the dummy. A shot "hit on screen" when the bullet, as
+/// its game draws it, overlapped the dummy as its game draws it; the server's hits are
+/// its own `BulletHit` events. Real server, real client, the in-process link conditioner.
+pub fn lag_comp_bench(
+    content: &Content,
+    link: crate::net::LinkProfile,
+    compensate: bool,
+    seconds: f64,
+    seed: u64,
+) -> LagCompResult {
+    use crate::client::InputSample;
+    use crate::sim::bullets::Team;
+    use crate::sim::player::BTN_FIRE;
+    use crate::sim::{SimEvent, Vec2};
+    use crate::stepper::Stepper;
+    use std::collections::BTreeSet;
+    let config = crate::server::ServerConfig { seed, ..Default::default() };
+    let mut st = Stepper::new(content.clone(), config);
+    st.add_client("aimer", link);
+    st.clients[0].lag_compensation = compensate;
+    st.run_until(60 * 10, |_, _| InputSample::default(), |st| st.clients[0].is_joined());
+    let hub = st.server.world.hub;
+    let defs = st.server.world.defs.clone();
+    let dummy = defs.hub.dummy.as_ref().map_or("training_dummy".to_string(), |d| d.enemy.clone());
+    let radius = defs.enemies.get(&dummy).map_or(16.0, |e| e.radius);
+    let arena = Vec2::new(defs.hub.arena[0], defs.hub.arena[1]);
+    let centre = Vec2::new(arena.x * 0.5, arena.y * 0.4);
+    {
+        let i = st.server.world.instances.get_mut(&hub).expect("the hub");
+        i.enemies.clear();
+        let mut ev = Vec::new();
+        i.spawn_enemy(&defs, &dummy, centre, &mut ev);
+    }
+    let orbit = 150.0f32;
+    let omega = 3.0 / orbit; // radians a tick: 3 px a tick along the circle
+    let (mut shots, mut screen, mut server) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut last_seen: Option<Vec2> = None;
+    let ticks = (seconds * crate::sim::TICK_RATE as f64) as u64;
+    let bullet_speed = crate::sim::instance::PLAYER_BULLET_SPEED;
+    for t in 0..ticks {
+        // The dummy's path (the server's truth).
+        let a = t as f32 * omega;
+        if let Some(e) = st.server.world.instances.get_mut(&hub).and_then(|i| i.enemies.first_mut()) {
+            e.pos = centre + Vec2::new(a.cos(), a.sin()) * orbit;
+        }
+        st.step(|_, c| {
+            // Aim where the dummy will be when the shot gets there, as the game shows it.
+            let (Some(me), Some(s)) = (c.pred, c.interpolated()) else { return InputSample::default() };
+            let Some(e) = s.enemies.first() else { return InputSample::default() };
+            let vel = last_seen.map_or(Vec2::ZERO, |p| e.pos - p);
+            last_seen = Some(e.pos);
+            let mut aim_at = e.pos;
+            for _ in 0..3 {
+                let tof = aim_at.distance(me) / bullet_speed;
+                aim_at = e.pos + vel * tof;
+            }
+            let d = aim_at - me;
+            InputSample { mv: Vec2::ZERO, aim: d.y.atan2(d.x).to_degrees(), buttons: BTN_FIRE }
+        });
+        for e in st.server.world.events() {
+            if let SimEvent::BulletHit { uid, target: crate::sim::events::Target::Enemy(_), .. } = e {
+                server.insert(*uid);
+            }
+        }
+        // What the shooter's screen shows now: its bullets against the drawn dummy.
+        let c = &st.clients[0];
+        let (Some(v), Some(s)) = (&c.view, c.interpolated()) else { continue };
+        let Some(e) = s.enemies.first() else { continue };
+        let pool = &v.replica.pool;
+        for i in 0..pool.len() {
+            if pool.team[i] != Team::Player || pool.life[i] == 0 {
+                continue;
+            }
+            shots.insert(pool.uid[i]);
+            let r = radius + pool.radius[i];
+            if pool.pos(i).distance(e.pos) <= r {
+                screen.insert(pool.uid[i]);
+            }
+        }
+    }
+    let confirmed = screen.intersection(&server).count();
+    let unseen = server.difference(&screen).count();
+    LagCompResult {
+        link,
+        compensate,
+        seconds,
+        shots: shots.len(),
+        screen_hits: screen.len(),
+        confirmed,
+        unseen,
+        view_delay: st.clients[0].view_delay(),
+    }
+}

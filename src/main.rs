@@ -290,6 +290,15 @@ enum Command {
         /// With --flood: datagrams a second of the garbage flood.
         #[arg(long, requires = "flood", default_value_t = 16_000)]
         rate: u32,
+        /// The lag compensation bench: a bot on a far link (200 ms, 30 ms, 10 %) shoots at a
+        /// target circling at 180 px/s, aiming through its replica; of the shots that hit on
+        /// its screen, the share that hit on the server, with and without compensation.
+        #[arg(long, conflicts_with_all = ["instances", "net", "render", "join", "bullets", "flood"])]
+        lag_comp: bool,
+        /// With --lag-comp: one link instead of the far and the bad one (`far`, `bad`,
+        /// `clean`, or `RTT,JITTER,LOSS` such as `300ms,40ms,5%`).
+        #[arg(long, requires = "lag_comp")]
+        link: Option<String>,
         /// The balance bench: each dungeon played by bots (one drifting; one, two and four
         /// dodging), in process, deterministic per seed: clear rates, survival, boss phases.
         #[arg(long, conflicts_with_all = ["instances", "net", "render", "join", "bullets", "flood"])]
@@ -525,6 +534,24 @@ fn main() -> ExitCode {
                 println!("{row}");
             }
             println!("({:.0} s)", t.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
+        Some(Command::Bench { lag_comp: true, quick, link, .. }) => {
+            let content = hailfire::content::Content::load_default();
+            let secs = if quick { 20.0 } else { 120.0 };
+            let links = match link.as_deref().map(hailfire::net::LinkProfile::parse) {
+                None => vec![hailfire::net::LinkProfile::FAR, hailfire::net::LinkProfile::BAD],
+                Some(Ok(l)) => vec![l],
+                Some(Err(e)) => {
+                    eprintln!("hailfire bench: --link: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for link in links {
+                for compensate in [false, true] {
+                    println!("{}", hailfire::bench::lag_comp_bench(&content, link, compensate, secs, 1));
+                }
+            }
             ExitCode::SUCCESS
         }
         Some(Command::Bench { flood: true, seconds, rate, .. }) => {

@@ -518,6 +518,20 @@ fn mistakes_are_told_in_a_modders_words_at_the_mods_line() {
 }
 
 #[test]
+fn a_bad_value_from_toml_args_names_the_entry_that_passed_it() {
+    let d = mod_with_script("wait(1)\nring{n = args.n}\nwait(1000)\n");
+    write(
+        d.path(),
+        "enemies.toml",
+        "[imp]\nname = \"Imp\"\nhp = 10\nradius = 10.0\nbehaviour = \"chase\"\nemitters = [{ id = \"e\", args = { n = \"many\" } }]\n",
+    );
+    // The Lua line that used the value, and the TOML entry that passed it.
+    assert_error(d.path(), "e.lua:2", "field 'n' must be a number, got string");
+    let (_, errs) = check(d.path());
+    assert!(errs.iter().any(|e| e.contains("e.lua:2") && e.contains("enemies.toml:6")), "{errs:#?}");
+}
+
+#[test]
 fn rules_are_the_games_own_numbers() {
     use hailfire::sim::config::*;
     let (mut inst, defs) = instance_with(

@@ -395,6 +395,7 @@ fn input(tick: u32, buttons: u8) -> Vec<u8> {
         newest_tick: tick,
         snap_ack: None,
         lead: 4,
+        view: 0,
         frames: vec![WireInput { mx: 100, my: 0, aim: 0, buttons }],
     }
     .encode()

@@ -88,22 +88,27 @@ fn golden_content_messages() {
 }
 
 #[test]
-fn golden_input_three_frames_23_bytes() {
+fn golden_input_three_frames_24_bytes() {
     let frames = vec![
         WireInput { mx: 100, my: -100, aim: 0x4000, buttons: 1 },
         WireInput { mx: 0, my: 50, aim: 0, buttons: 0 },
         WireInput { mx: -1, my: 0, aim: 0xffff, buttons: 7 },
     ];
     // The newest snapshot held is 5 ticks older than the newest frame: zigzag(5) + 1 = 11.
-    let m =
-        ClientMsg::Input { newest_tick: 0x01020304, snap_ack: Some(0x01020304 - 5), lead: 9, frames: frames.clone() };
+    let m = ClientMsg::Input {
+        newest_tick: 0x01020304,
+        snap_ack: Some(0x01020304 - 5),
+        lead: 9,
+        view: 12,
+        frames: frames.clone(),
+    };
     let b = m.encode();
-    assert_eq!(b.len(), 23);
-    assert_eq!(hex(&b), "02 03 04 03 02 01 0b 09 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
+    assert_eq!(b.len(), 24);
+    assert_eq!(hex(&b), "02 03 04 03 02 01 0b 09 0c 64 9c 00 40 01 00 32 00 00 00 ff 00 ff ff 07");
     assert_eq!(ClientMsg::decode(&b).unwrap(), m);
     // No snapshot yet (0), and one newer than the frame (a negative distance) round trip.
     for ack in [None, Some(0x01020304 + 9), Some(0)] {
-        let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: ack, lead: 200, frames: frames.clone() };
+        let m = ClientMsg::Input { newest_tick: 0x01020304, snap_ack: ack, lead: 200, view: 0, frames: frames.clone() };
         assert_eq!(ClientMsg::decode(&m.encode()).unwrap(), m);
     }
 }
@@ -426,13 +431,13 @@ fn the_encoding_is_a_validator() {
     let back = w.to_frame(1);
     assert!(back.mv.length() <= 1.0 + 1e-6 || back.mv.x.abs() <= 1.0 && back.mv.y.abs() <= 1.0);
     // Hand-made bytes that claim more are refused, not clamped into something legal.
-    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, frames: vec![w] }.encode();
-    b[8] = 101;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, view: 0, frames: vec![w] }.encode();
+    b[9] = 101;
     assert!(ClientMsg::decode(&b).is_err());
-    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, frames: vec![w] }.encode();
-    b[12] = 0x20;
+    let mut b = ClientMsg::Input { newest_tick: 1, snap_ack: None, lead: 4, view: 0, frames: vec![w] }.encode();
+    b[13] = 0x20;
     assert!(ClientMsg::decode(&b).is_err(), "unknown button bit");
-    let mut b = vec![2u8, 9, 0, 0, 0, 0, 0, 4];
+    let mut b = vec![2u8, 9, 0, 0, 0, 0, 0, 4, 0];
     b.extend(std::iter::repeat_n([0u8; 5], 9).flatten());
     assert!(ClientMsg::decode(&b).is_err(), "more than eight frames");
 }
@@ -520,7 +525,11 @@ fn fuzz_corpus_matches_the_encoders() {
         "hello",
         ClientMsg::Hello { version: PROTOCOL_VERSION, content: ContentDigest([3; 32]), name: "fuzz".into() }.encode(),
     );
-    w("client_msg", "input", ClientMsg::Input { newest_tick: 900, snap_ack: Some(897), lead: 6, frames }.encode());
+    w(
+        "client_msg",
+        "input",
+        ClientMsg::Input { newest_tick: 900, snap_ack: Some(897), lead: 6, view: 12, frames }.encode(),
+    );
     w("client_msg", "content_want", ClientMsg::ContentWant.encode());
     w("client_msg", "content_ready", ClientMsg::ContentReady { digest: ContentDigest([3; 32]) }.encode());
     w(

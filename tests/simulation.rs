@@ -1029,3 +1029,72 @@ fn the_tutorial_teaches_in_order_and_a_dodging_newcomer_clears_it() {
     assert_eq!(s.outcome, hailfire::sim::events::RunOutcome::Cleared, "{s:?}");
     assert!(s.ticks > 90 * 60, "about three minutes, not a rush: {} s", s.ticks / 60);
 }
+
+/// Lag compensation: a dummy walks right 6 px a tick; a player's shot is put where it was
+/// some ticks ago. It hits when the shooter's view delay says they saw it there, and not
+/// otherwise; a delay past the clamp buys nothing; and enemy bullets are never rewound.
+#[test]
+fn lag_compensation_rewinds_player_shots_against_enemies_only_within_the_clamp() {
+    // In the hub: nothing else there to hit (no waves, no boss), and its dummies stand again.
+    let mut w = world(3);
+    w.add_player(1, "one");
+    let inst = w.hub;
+    let defs = w.defs.clone();
+    let mut ev = Vec::new();
+    w.instances.get_mut(&inst).unwrap().enemies.clear();
+    w.instances.get_mut(&inst).unwrap().spawn_enemy(&defs, "training_dummy", Vec2::new(200.0, 200.0), &mut ev);
+    let walk = |w: &mut World| {
+        for _ in 0..30 {
+            let i = w.instances.get_mut(&inst).unwrap();
+            let e = &mut i.enemies[0];
+            e.pos = Vec2::new(e.pos.x + 6.0, 200.0);
+            step_with(w, 1, Vec2::ZERO, 0);
+        }
+    };
+    // A shot where the dummy stood `back` ticks before the coming step's hit test, from
+    // a player whose game drew it `delay` ticks behind.
+    let shot_hits = |w: &mut World, back: f32, delay: u32| -> bool {
+        w.instances.get_mut(&inst).unwrap().enemies[0].pos = Vec2::new(200.0, 200.0);
+        walk(w);
+        w.player_mut(1).unwrap().view_delay = delay * VIEW_STEPS_PER_TICK;
+        let i = w.instances.get_mut(&inst).unwrap();
+        // The coming step moves it 6 px more before the hit test.
+        let now = i.enemies[0].pos.x + 6.0;
+        let at = Vec2::new(now - 6.0 * back, 200.0);
+        let tick = w.tick;
+        let shot = ShotCmd { radius: 2.0, ..enemy_shot_at(at, 1) };
+        let mut ev = Vec::new();
+        w.instances.get_mut(&inst).unwrap().spawn_shot_of(tick, 1, &shot, &mut ev);
+        let i = w.instances.get_mut(&inst).unwrap();
+        let x = i.enemies[0].pos.x;
+        i.enemies[0].pos = Vec2::new(x + 6.0, 200.0);
+        let ev = step_with(w, 1, Vec2::ZERO, 0);
+        ev.iter().any(|e| matches!(e, SimEvent::BulletHit { target: Target::Enemy(_), .. }))
+    };
+    // The dummy is 16 px in radius and moves 6 px a tick: 10 ticks back is 60 px away.
+    assert!(!shot_hits(&mut w, 10.0, 0), "without a delay, the shot at the old place misses");
+    assert!(shot_hits(&mut w, 10.0, 10), "seen 10 ticks back, it hits where it was seen");
+    assert!(!shot_hits(&mut w, 10.0, 3), "a delay that does not match misses");
+    assert!(shot_hits(&mut w, 0.0, 0), "where it is now, without a delay");
+    // The clamp: the server keeps 15 ticks; 30 ticks back never hits, whatever is claimed.
+    assert!(!shot_hits(&mut w, 30.0, 30), "past the clamp");
+    assert!(shot_hits(&mut w, LAG_COMP_MAX_TICKS as f32, 30), "a claim past it is held to it");
+    // Enemy bullets against players: where the player is now, never where they were.
+    let (mut w, _) = in_dungeon(3);
+    skip_grace(&mut w, 1);
+    w.player_mut(1).unwrap().view_delay = LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK;
+    let before = w.player(1).unwrap().pos;
+    for _ in 0..20 {
+        step_with(&mut w, 1, Vec2::new(1.0, 0.0), 0);
+    }
+    let hp = w.player(1).unwrap().hp;
+    let tick = w.tick;
+    let mut ev = Vec::new();
+    let inst = w.instance_of(1).unwrap();
+    w.instances.get_mut(&inst).unwrap().spawn_bullet(tick, &enemy_shot_at(before, 30), Team::Enemy, &mut ev);
+    step_with(&mut w, 1, Vec2::ZERO, 0);
+    assert_eq!(w.player(1).unwrap().hp, hp, "a bullet where the player was 20 ticks ago does not hit them");
+    shoot_player(&mut w, 1, 30);
+    step_with(&mut w, 1, Vec2::ZERO, 0);
+    assert!(w.player(1).unwrap().hp < hp, "where they are, it does");
+}

@@ -210,7 +210,7 @@ fn a_mod_cannot_see_or_change_another_mods_tables_or_libraries() {
                  log('alpha: meta: ' .. tostring(getmetatable(string)))\n\
                  for k, v in pairs(table) do if k == 'insert' then log('alpha: iterates ' .. type(v)) end end\n\
                  while true do wait(1) end\n";
-    let beta = "wait(5)\nlog('beta: secret ' .. tostring(secret) .. ', rep ' .. type(string.rep) .. ', yield ' .. type(coroutine.yield) .. ', sqrt ' .. type(math.sqrt))\nwhile true do wait(1) end\n";
+    let beta = "wait(5)\nlog('beta: secret ' .. tostring(rawget(_ENV, 'secret')) .. ', rep ' .. type(string.rep) .. ', yield ' .. type(coroutine.yield) .. ', sqrt ' .. type(math.sqrt))\nwhile true do wait(1) end\n";
     write_mod(dir.path(), "alpha", &[("snoop", alpha)]);
     write_mod(dir.path(), "beta", &[("watch", beta)]);
     // Both mods' enemies in one fight (one worker, a Lua state each).

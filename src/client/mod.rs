@@ -266,6 +266,8 @@ pub struct Client<T: Transport> {
     incoming: Option<ClientContent>,
     pub download: Option<Download>,
     cache: Option<ContentCache>,
+    /// Report the view delay for lag compensation (on; off only to measure without it).
+    pub lag_compensation: bool,
     now_ms: f64,
     /// When the server last moved the join forward (an offer, the end of a download).
     heard_ms: Option<f64>,
@@ -338,6 +340,7 @@ impl<T: Transport> Client<T> {
     /// which plays whatever the server sends).
     pub fn new(net: T, name: &str, installed: Option<ClientContent>) -> Self {
         Client {
+            lag_compensation: true,
             net,
             phase: Phase::Connecting,
             name: crate::protocol::names::sanitize(name),
@@ -670,6 +673,28 @@ impl<T: Transport> Client<T> {
         v.latest().and_then(|s| s.players.iter().find(|p| p.id == id)).is_none_or(|p| p.flags & F_DEAD == 0)
     }
 
+    /// How far behind the bullets it draws enemies and the boss, in quarter ticks
+    /// (`VIEW_STEPS_PER_TICK`): the bullet replica
+    /// runs at the estimate of the server's tick plus half the round trip, the rest are
+    /// interpolated `INTERP_DELAY_TICKS` behind the estimate. The server tests this
+    /// player's shots against where enemies were that long ago (lag compensation); with
+    /// `lag_compensation` off (a test, the measurement) it says 0.
+    pub fn view_delay(&self) -> u8 {
+        self.view_delay_after(0)
+    }
+
+    /// [`Client::view_delay`] once the replica has stepped `steps` more ticks: the input
+    /// goes out before this frame's replica step, and what it reports must be what this
+    /// frame shows (a tick off is 3 px on a target moving 180 px/s).
+    fn view_delay_after(&self, steps: u32) -> u8 {
+        if !self.lag_compensation {
+            return 0;
+        }
+        let Some(v) = &self.view else { return 0 };
+        let behind = (v.replica.tick + steps) as f64 - (self.est - INTERP_DELAY_TICKS);
+        (behind * crate::sim::config::VIEW_STEPS_PER_TICK as f64).round().clamp(0.0, 255.0) as u8
+    }
+
     fn send_input(&mut self) {
         let Some(newest) = self.recent.back().map(|f| f.tick) else { return };
         // Newest first, consecutive ticks only (a gap ends the redundancy).
@@ -683,23 +708,31 @@ impl<T: Transport> Client<T> {
             frames.push(WireInput::from_frame(f));
         }
         let lead = self.sent_lead.clamp(0, 255) as u8;
-        let msg = ClientMsg::Input { newest_tick: newest, snap_ack: self.snap_ack, lead, frames };
+        let view = self.view_delay_after(self.replica_steps());
+        let msg = ClientMsg::Input { newest_tick: newest, snap_ack: self.snap_ack, lead, view, frames };
         self.net.send(0, CH_INPUT, &msg.encode());
         self.stats.inputs_sent += 1;
     }
 
-    fn step_replica(&mut self) {
+    /// Ticks the bullet replica steps this frame: it runs at the estimate of the server's
+    /// tick plus half the round trip, catching up two at a time or waiting.
+    fn replica_steps(&self) -> u32 {
         let one_way = self.net.stats(0).rtt_ms as f64 * TICK_RATE as f64 / 2000.0;
-        let Some(v) = &mut self.view else { return };
+        let Some(v) = &self.view else { return 0 };
         let desired = self.est + one_way;
         let r = v.replica.tick as f64;
-        let steps = if r < desired - 2.0 {
+        if r < desired - 2.0 {
             2
         } else if r > desired + 2.0 {
             0
         } else {
             1
-        };
+        }
+    }
+
+    fn step_replica(&mut self) {
+        let steps = self.replica_steps();
+        let Some(v) = &mut self.view else { return };
         for _ in 0..steps {
             v.replica.step();
         }

@@ -44,6 +44,26 @@ pub struct ParsedMod {
 }
 
 impl ParsedMod {
+    /// Each enemy and boss phase that passes `args` to an emitter: (what runs it, the file
+    /// as messages show it, the line of its `emitters` field or phase).
+    pub fn args_locations(&self) -> Vec<(String, String, usize)> {
+        let with_args = |ems: &[crate::sim::defs::EmitterRef]| ems.iter().any(|e| e.args.is_some());
+        let mut out = Vec::new();
+        for e in self.enemies.iter().filter(|e| with_args(&e.emitters)) {
+            if let Some((line, _)) = self.loc("enemies.toml", &e.id, "emitters") {
+                out.push((format!("enemy '{}'", e.id), self.file("enemies.toml"), line));
+            }
+        }
+        for b in &self.bosses {
+            for (i, _) in b.phases.iter().enumerate().filter(|(_, p)| with_args(&p.emitters)) {
+                if let Some((line, _)) = self.loc("bosses.toml", &b.id, &format!("phases#{i}")) {
+                    out.push((format!("boss '{}' phase {}", b.id, i + 1), self.file("bosses.toml"), line));
+                }
+            }
+        }
+        out
+    }
+
     fn file(&self, name: &str) -> String {
         format!("{}/{}", self.dir, name)
     }

@@ -54,6 +54,10 @@ pub struct Content {
     pub client_refusal: Option<String>,
     /// Per mod, the ids of entries and emitters that failed to parse (each with its error).
     pub broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Where each emitter call with TOML `args` is written ("file:line"), by what runs it
+    /// (`enemy 'imp'`, `boss 'ogre' phase 2`): a dry-run error in such an emitter also
+    /// names the entry that passed the values, as well as the Lua line that used them.
+    pub args_at: BTreeMap<String, String>,
 }
 
 impl Content {
@@ -290,6 +294,12 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
     let broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>> =
         parsed.iter().filter(|m| !m.broken.is_empty()).map(|m| (m.manifest.id.clone(), m.broken.clone())).collect();
+    let mut args_at = BTreeMap::new();
+    for m in &parsed {
+        for (owner, file, at) in m.args_locations() {
+            args_at.insert(owner, format!("{file}:{at}"));
+        }
+    }
     if lenient {
         parsed.iter_mut().for_each(|m| m.ok = true);
     }
@@ -366,6 +376,7 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
         diagnostics: diags,
         client_refusal,
         broken_by_mod,
+        args_at,
     }
 }
 

@@ -515,11 +515,26 @@ fn script_diagnostic(content: &super::Content, msg: &str, ctx: &str) -> Diagnost
         .values()
         .find(|e| msg.starts_with(&format!("mod '{}' emitter '{}' ({})", e.mod_id, e.id, e.path)));
     let at = if ctx.is_empty() { String::new() } else { format!(" ({ctx})") };
+    // Values passed from TOML: name the entry that passed them as well as the Lua line.
+    let from_toml = content
+        .args_at
+        .iter()
+        .find(|(owner, _)| {
+            ctx == owner.as_str()
+                || ctx.starts_with(&format!("{owner} "))
+                || ctx.contains(&format!(", {owner} "))
+                || ctx.ends_with(&format!(", {owner}"))
+        })
+        .map(|(_, file_line)| {
+            format!(" (its args = {{...}} are set at {file_line}: a value from there may be the one to fix)")
+        })
+        .unwrap_or_default();
     let Some(src) = src else { return Diagnostic::error(None, None, format!("{msg}{at}")) };
     let line = msg
         .split(&format!("{}:", src.chunk_name()))
         .nth(1)
         .map(|rest| rest.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect::<String>())
         .and_then(|l| l.parse::<usize>().ok());
-    Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run{at}: {msg}")).at(line.map(|l| (l, 1)))
+    Diagnostic::error(Some(&src.mod_id), Some(&src.path), format!("dry run{at}: {msg}{from_toml}"))
+        .at(line.map(|l| (l, 1)))
 }

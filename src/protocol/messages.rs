@@ -80,13 +80,15 @@ pub enum ClientMsg {
     /// cache or from the chunks just received): let it in. `u8 type, [u8; 32] digest`.
     ContentReady { digest: ContentDigest },
     /// Type 2, channel INPUT, unreliable sequenced. Legal after `Welcome`, every tick.
-    /// `u8 type, u8 n (1..=8), u32 newest_tick, var snap_ack, u8 lead, n x (i8 mx, i8 my,
-    /// u16 aim, u8 buttons)`, newest first; frame k is for tick `newest_tick - k`.
+    /// `u8 type, u8 n (1..=8), u32 newest_tick, var snap_ack, u8 lead, u8 view, n x (i8 mx,
+    /// i8 my, u16 aim, u8 buttons)`, newest first; frame k is for tick `newest_tick - k`.
     /// `snap_ack` is the newest snapshot the client holds (0 none, else
     /// zigzag(newest_tick - its tick) + 1): the server sends deltas against it. `lead` is
     /// how far ahead of its estimate of the server's tick the client numbered
-    /// `newest_tick` (for the input report). 23 bytes with 3 frames.
-    Input { newest_tick: u32, snap_ack: Option<u32>, lead: u8, frames: Vec<WireInput> },
+    /// `newest_tick` (for the input report). `view` is how far behind its bullets the
+    /// client draws enemies and the boss, in quarter ticks (lag compensation; the server
+    /// clamps it to `LAG_COMP_MAX_TICKS`). 24 bytes with 3 frames.
+    Input { newest_tick: u32, snap_ack: Option<u32>, lead: u8, view: u8, frames: Vec<WireInput> },
     /// Type 5, CONTROL. A console command from a player who knows the server's admin
     /// password (`admin_password` in server.toml). Only ever sent inside the encrypted
     /// session, so the password is not exposed on the way; the server answers with
@@ -124,7 +126,7 @@ impl ClientMsg {
                 w.u8(T_CONTENT_READY);
                 w.bytes(&digest.0);
             }
-            ClientMsg::Input { newest_tick, snap_ack, lead, frames } => {
+            ClientMsg::Input { newest_tick, snap_ack, lead, view, frames } => {
                 w.u8(T_INPUT);
                 w.u8(frames.len().min(MAX_INPUT_FRAMES) as u8);
                 w.u32(*newest_tick);
@@ -136,6 +138,7 @@ impl ClientMsg {
                     }
                 }
                 w.u8(*lead);
+                w.u8(*view);
                 for f in frames.iter().take(MAX_INPUT_FRAMES) {
                     w.i8(f.mx);
                     w.i8(f.my);
@@ -195,6 +198,7 @@ impl ClientMsg {
                     }
                 };
                 let lead = r.u8()?;
+                let view = r.u8()?;
                 let mut frames = Vec::with_capacity(n);
                 for _ in 0..n {
                     let (mx, my, aim, buttons) = (r.i8()?, r.i8()?, r.u16()?, r.u8()?);
@@ -206,7 +210,7 @@ impl ClientMsg {
                     }
                     frames.push(WireInput { mx, my, aim, buttons });
                 }
-                ClientMsg::Input { newest_tick, snap_ack, lead, frames }
+                ClientMsg::Input { newest_tick, snap_ack, lead, view, frames }
             }
             T_ADMIN => {
                 let password = r.str(MAX_ADMIN_PASSWORD, "admin password")?;

@@ -373,8 +373,13 @@ impl<T: Transport> Server<T> {
             (PeerState::Playing { player }, CH_INPUT) => {
                 let player = *player;
                 match ClientMsg::decode(data) {
-                    Ok(ClientMsg::Input { newest_tick, snap_ack, lead, frames }) => {
+                    Ok(ClientMsg::Input { newest_tick, snap_ack, lead, view, frames }) => {
                         self.note_arrivals(peer, newest_tick, frames.len() as u32, lead);
+                        // Lag compensation: the client's word, clamped (see LAG_COMP_MAX_TICKS).
+                        if let Some(p) = self.world.player_mut(player) {
+                            use crate::sim::config::{LAG_COMP_MAX_TICKS, VIEW_STEPS_PER_TICK};
+                            p.view_delay = (view as u32).min(LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK);
+                        }
                         if let (Some(a), Some(p)) = (snap_ack, self.peers.get_mut(&peer)) {
                             if a <= now && p.snap_acked.is_none_or(|b| a > b) {
                                 p.snap_acked = Some(a);

@@ -70,6 +70,16 @@ pub const REVIVE_TICKS: u32 = 2 * TICK_RATE;
 pub const REVIVE_HP: i32 = PLAYER_MAX_HP * 40 / 100;
 /// A revived player's protection (as on arrival, shorter).
 pub const REVIVE_GRACE_TICKS: u32 = TICK_RATE;
+
+/// Lag compensation: a player's shots are tested against enemies and the boss where that
+/// player saw them, up to this many ticks back (250 ms). The client says how far behind
+/// its bullets it draws them (its view delay); the server clamps it here, so a client that
+/// lies gains at most this much: hits on where an enemy was within the last 250 ms. Enemy
+/// bullets against players are never rewound.
+pub const LAG_COMP_MAX_TICKS: u32 = 15;
+/// A view delay travels and is kept in quarter ticks (the client draws enemies at a
+/// fractional time; a whole tick's rounding is 3 px on a target moving 180 px/s).
+pub const VIEW_STEPS_PER_TICK: u32 = 4;
 /// HP every living player gets back when a wave is cleared (a quarter of the maximum);
 /// full HP when the boss appears.
 pub const WAVE_HEAL: i32 = PLAYER_MAX_HP / 4;

@@ -69,6 +69,9 @@ pub struct Boss {
     pub move_to: Option<MoveTo>,
 }
 
+/// Where the boss (if any) and each enemy (by id) stood at one tick's hit test.
+type Placed = (Tick, Option<Vec2>, Vec<(u32, Vec2)>);
+
 /// What an instance asks its world to do with a player after a step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
@@ -122,6 +125,13 @@ pub struct Instance {
     grazes: Vec<(usize, u16)>,
     /// Who fired each live player bullet (uid -> player, tick), for the run's counts.
     shooters: std::collections::HashMap<u32, (PlayerId, Tick)>,
+    /// Where the boss and each enemy were at the hit test of each of the last
+    /// `LAG_COMP_MAX_TICKS` ticks (newest last): players' shots are tested against these.
+    history: std::collections::VecDeque<Placed>,
+    /// The tick being stepped (for the hit test's rewind).
+    now: Tick,
+    /// Scratch: rewound target circles.
+    rewound: Vec<Circle>,
     /// The run (dungeons only): when it began, the party it was scaled for, who took part
     /// and left before its end, and whether it has ended.
     run: Run,
@@ -206,6 +216,9 @@ impl Instance {
             oviews: Vec::new(),
             grazes: Vec::new(),
             shooters: std::collections::HashMap::new(),
+            history: std::collections::VecDeque::new(),
+            now: 0,
+            rewound: Vec::new(),
             run: Run::default(),
         }
         .with_dummy(defs)
@@ -353,6 +366,7 @@ impl Instance {
     /// [`Scripting::run_begin`]).
     pub fn step_begin(&mut self, tick: Tick, defs: &Defs, events: &mut Vec<SimEvent>, requests: &mut Vec<Request>) {
         self.age += 1;
+        self.now = tick;
         self.bullets.step(self.arena);
         self.step_players(tick, defs, events, requests);
         self.step_enemies();
@@ -492,10 +506,9 @@ impl Instance {
                     };
                     self.spawn_burst_of(tick, &fan, Team::Player, events);
                 }
-                if !hub {
-                    for uid in first..self.next_uid {
-                        self.shooters.insert(uid, (shooter, tick));
-                    }
+                // Who fired (damage credit; in the hub, only where they saw the dummy).
+                for uid in first..self.next_uid {
+                    self.shooters.insert(uid, (shooter, tick));
                 }
             }
         }
@@ -760,6 +773,16 @@ impl Instance {
         }
     }
 
+    /// A shot of player `shooter`'s (credited to them, and tested where they saw the
+    /// targets: lag compensation); tests use it to place a shot exactly.
+    pub fn spawn_shot_of(&mut self, tick: Tick, shooter: PlayerId, s: &ShotCmd, events: &mut Vec<SimEvent>) {
+        let first = self.next_uid;
+        self.spawn_bullet(tick, s, Team::Player, events);
+        for uid in first..self.next_uid {
+            self.shooters.insert(uid, (shooter, tick));
+        }
+    }
+
     /// Spawns one bullet now (scripts and players go through here; tests may too).
     pub fn spawn_bullet(&mut self, tick: Tick, s: &ShotCmd, team: Team, events: &mut Vec<SimEvent>) {
         if self.bullets.len() >= MAX_BULLETS_PER_INSTANCE {
@@ -904,7 +927,94 @@ impl Instance {
         events.push(SimEvent::PhaseChanged { instance: self.id, phase: phase as u8, name: ph.name.clone() });
     }
 
+    /// Keeps where the boss and each enemy are now (at this tick's hit test), for the
+    /// last `LAG_COMP_MAX_TICKS` ticks.
+    fn record_history(&mut self) {
+        let mut row = if self.history.len() > LAG_COMP_MAX_TICKS as usize {
+            self.history.pop_front().map(|(_, _, v)| v).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        row.clear();
+        row.extend(self.enemies.iter().map(|e| (e.id, e.pos)));
+        let boss = self.boss.as_ref().map(|b| b.pos);
+        self.history.push_back((self.now, boss, row));
+    }
+
+    /// Lag compensation: each player's shots against the boss and enemies where that
+    /// player saw them, `view_delay` quarter ticks ago (clamped when it was set). The targets are
+    /// the same, in the same order, as `self.targets` (the ones alive now: what died since
+    /// cannot be hit again, what came since is where it is); only where they stand
+    /// differs. Enemy bullets against players are never rewound (`resolve_hits` tests
+    /// them against where players are now).
+    fn rewound_hits(&mut self, pad: f32) {
+        let delay_of = |players: &[Player], shooter: Option<PlayerId>| -> u32 {
+            shooter
+                .and_then(|s| players.iter().find(|p| p.id == s))
+                .map_or(0, |p| p.view_delay.min(LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK))
+        };
+        let pool = &self.bullets;
+        let mut mine: Vec<(u32, usize)> = (0..pool.len())
+            .filter(|&i| pool.team[i] == Team::Player && pool.life[i] > 0)
+            .map(|i| (delay_of(&self.players, self.shooters.get(&pool.uid[i]).map(|s| s.0)), i))
+            .collect();
+        mine.sort_unstable();
+        let mut k = 0;
+        while k < mine.len() {
+            let d = mine[k].0;
+            let end = k + mine[k..].iter().take_while(|(x, _)| *x == d).count();
+            // Where the targets were d quarter ticks ago: between the two ticks kept
+            // either side (the oldest kept, if not that far back).
+            let (whole, part) =
+                (d / VIEW_STEPS_PER_TICK, (d % VIEW_STEPS_PER_TICK) as f32 / VIEW_STEPS_PER_TICK as f32);
+            let at = |back: u32| {
+                let want = self.now.saturating_sub(back);
+                self.history.iter().find(|(t, _, _)| *t >= want)
+            };
+            let (newer, older) = (at(whole), at(whole + 1));
+            let place = |row: Option<&Placed>, id: &Target| match (id, row) {
+                (Target::Boss, Some((_, Some(b), _))) => Some(*b),
+                (Target::Enemy(e), Some((_, _, r))) => r.iter().find(|(x, _)| x == e).map(|(_, p)| *p),
+                _ => None,
+            };
+            self.rewound.clear();
+            for (c, id) in self.targets.iter().zip(&self.target_ids) {
+                let was = match (place(newer, id), place(older, id)) {
+                    (Some(a), Some(b)) => a + (b - a) * part,
+                    (Some(a), None) => a,
+                    _ => c.pos,
+                };
+                self.rewound.push(Circle { pos: was, r: c.r });
+            }
+            let gridded = self.rewound.len() > crate::sim::hits::BRUTE_FORCE_TARGETS;
+            if gridded {
+                self.grid.build(self.arena, &self.rewound, pad);
+            }
+            for &(_, i) in &mine[k..end] {
+                let (bx, by, br) = (pool.x[i], pool.y[i], pool.radius[i]);
+                let hit = |t: usize| {
+                    let c = &self.rewound[t];
+                    let (dx, dy) = (bx - c.pos.x, by - c.pos.y);
+                    dx * dx + dy * dy <= (br + c.r) * (br + c.r)
+                };
+                let first = if gridded {
+                    self.grid.query(Vec2::new(bx, by)).iter().map(|&t| t as usize).find(|&t| hit(t))
+                } else {
+                    (0..self.rewound.len()).find(|&t| hit(t))
+                };
+                if let Some(t) = first {
+                    self.hits.push((i, t as u16));
+                }
+            }
+            k = end;
+        }
+        // The order the rules read hits in: by bullet, as without the rewind.
+        self.hits.sort_unstable();
+    }
+
     fn resolve_hits(&mut self, defs: &Defs, events: &mut Vec<SimEvent>) {
+        // Every tick, bullets or not: a shot fired next tick may need where things were now.
+        self.record_history();
         if self.bullets.is_empty() {
             return;
         }
@@ -1013,10 +1123,14 @@ impl Instance {
         }
         self.hits.clear();
         if !self.targets.is_empty() {
-            if use_grid(self.targets.len()) {
-                self.grid.build(self.arena, &self.targets, pad);
+            if self.players.iter().all(|p| p.view_delay == 0) {
+                if use_grid(self.targets.len()) {
+                    self.grid.build(self.arena, &self.targets, pad);
+                }
+                find_hits(&self.bullets, Team::Player, &self.targets, &self.grid, &mut self.hits);
+            } else {
+                self.rewound_hits(pad);
             }
-            find_hits(&self.bullets, Team::Player, &self.targets, &self.grid, &mut self.hits);
         }
         let mut enemy_died = false;
         for k in 0..self.hits.len() {
@@ -1054,7 +1168,7 @@ impl Instance {
             let hp_now = *hp;
             let uid = self.bullets.uid[bi];
             if let Some((shooter, _)) = self.shooters.remove(&uid) {
-                if let Some(p) = self.players.iter_mut().find(|p| p.id == shooter) {
+                if let Some(p) = self.players.iter_mut().find(|p| p.id == shooter).filter(|_| !in_hub) {
                     p.stats.damage += dealt;
                     // Nothing dies in the hub (the dummy stands again): no kills there.
                     p.stats.kills += (died && !in_hub && matches!(target, Target::Enemy(_))) as u32;

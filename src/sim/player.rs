@@ -110,6 +110,10 @@ pub struct Player {
     /// Current and longest run of consecutive coasted ticks.
     pub coast_run: u32,
     pub max_coast_run: u32,
+    /// How far behind its bullets this player's game draws enemies and the boss, in
+    /// quarter ticks (`VIEW_STEPS_PER_TICK`; reported in its input, clamped to
+    /// `LAG_COMP_MAX_TICKS`): its shots are tested against where they were then.
+    pub view_delay: u32,
 }
 
 impl Player {
@@ -143,6 +147,7 @@ impl Player {
             coasted: 0,
             coast_run: 0,
             max_coast_run: 0,
+            view_delay: 0,
         }
     }
 
