@@ -401,6 +401,51 @@ fn input(tick: u32, buttons: u8) -> Vec<u8> {
     .encode()
 }
 
+/// The view delay a client reports (lag compensation) reaches the server, and a claim past
+/// 250 ms is held to it; a real client on a 200 ms link reports about 11 ticks.
+#[test]
+fn the_reported_view_delay_is_taken_and_clamped() {
+    let (mut s, l, c) = raw_server();
+    let mut r = Raw::new(&l);
+    s.tick();
+    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
+    for _ in 0..100 {
+        s.tick();
+    }
+    r.pump();
+    let t = s.world.tick + 1;
+    let with_view = |tick: u32, view: u8| {
+        ClientMsg::Input {
+            newest_tick: tick,
+            snap_ack: None,
+            lead: 4,
+            view,
+            frames: vec![WireInput { mx: 0, my: 0, aim: 0, buttons: 0 }],
+        }
+        .encode()
+    };
+    r.send(CH_INPUT, &with_view(t, 22));
+    s.tick();
+    assert_eq!(s.world.player(1).unwrap().view_delay, 22, "5.5 ticks, in quarters");
+    r.send(CH_INPUT, &with_view(t + 1, 255));
+    s.tick();
+    use hailfire::sim::config::{LAG_COMP_MAX_TICKS, VIEW_STEPS_PER_TICK};
+    assert_eq!(s.world.player(1).unwrap().view_delay, LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK, "clamped to 250 ms");
+    // A real client on a far link.
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client(
+        "far",
+        LinkProfile { rtt_ms: 200.0, jitter_ms: 0.0, loss: 0.0, duplicate: 0.0, outgoing_blackout: false },
+    );
+    st.run_until(60 * 8, |_, _| InputSample::default(), |_| false);
+    let id = st.clients[0].player_id.expect("joined");
+    let v = st.server.world.player(id).unwrap().view_delay;
+    assert!((40..=52).contains(&v), "one way (6 ticks) + interpolation (6), in quarters: {v}");
+    st.clients[0].lag_compensation = false;
+    st.run_until(30, |_, _| InputSample::default(), |_| false);
+    assert_eq!(st.server.world.player(id).unwrap().view_delay, 0, "a client may say it draws with no delay");
+}
+
 #[test]
 fn server_audits_input_per_the_validation_table() {
     // A flood must be possible to detect: the queue holds less than the legal window.
