@@ -173,6 +173,10 @@ enum Command {
         /// RTT,JITTER,LOSS[,DUPLICATE] such as 200ms,30ms,10%. Jitter is Gaussian per packet.
         #[arg(long, default_value = "clean")]
         link: String,
+        /// Join as a spectator of the player called NAME (no body, no input): follow them
+        /// from place to place and report what was seen.
+        #[arg(long, value_name = "NAME")]
+        spectate: Option<String>,
         /// Neither read nor write the content cache (always download the server's content
         /// when it differs from the installed one).
         #[arg(long)]
@@ -404,6 +408,7 @@ fn main() -> ExitCode {
         let opts = hailfire::server::dedicated::DedicatedOptions {
             bind,
             max_players: eff.max_players,
+            max_spectators: eff.max_spectators,
             exit_after: cli.exit_after,
             events_every_ticks: eff.event_every,
             mods: eff.mods.clone(),
@@ -442,6 +447,7 @@ fn main() -> ExitCode {
             accept_new_key,
             admin,
             admin_password,
+            spectate,
         }) => {
             hailfire::logging::init(None);
             let security = hailfire::net::secure::ClientSecurity {
@@ -460,7 +466,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security, admin)
+            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security, admin, spectate)
         }
         Some(Command::Mods { action: ModsAction::Check { paths, ticks, verbose } }) => {
             mods_check(&paths, ticks, verbose)
@@ -751,6 +757,7 @@ fn bot(
     no_cache: bool,
     security: hailfire::net::secure::ClientSecurity,
     admin: Option<(String, Vec<String>)>,
+    spectate: Option<String>,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
     let join = match hailfire::net::resolve(&join) {
@@ -761,6 +768,8 @@ fn bot(
         }
     };
     let plan = match plan.as_str() {
+        // A spectator plays nothing: it follows its player.
+        _ if spectate.is_some() => Plan::Hub,
         "hub" => Plan::Hub,
         "dungeon" => Plan::Dungeon,
         "dodge" => Plan::Dodge,
@@ -785,8 +794,21 @@ fn bot(
     } else {
         hailfire::protocol::content::ContentCache::default_dir().map(hailfire::protocol::content::ContentCache::new)
     };
-    let opts =
-        BotOptions { join, count, seconds, plan, dungeon, name, leave_after, link, installed, cache, security, admin };
+    let opts = BotOptions {
+        join,
+        count,
+        seconds,
+        plan,
+        dungeon,
+        name,
+        leave_after,
+        link,
+        installed,
+        cache,
+        security,
+        admin,
+        spectate,
+    };
     let reports = hailfire::client::bot::run(&opts);
     let mut ok = reports.len() == count;
     for r in &reports {

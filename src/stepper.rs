@@ -74,6 +74,13 @@ impl Stepper {
         self.clients.len() - 1
     }
 
+    /// Adds a spectator of the player called `target`, over a clean pipe.
+    pub fn add_watcher(&mut self, name: &str, target: &str) -> usize {
+        let net: Box<dyn Transport> = Box::new(self.listener.connect());
+        self.clients.push(Client::watching(net, name, Some(ClientContent::of(&self.content)), target));
+        self.clients.len() - 1
+    }
+
     /// Adds a client whose link can be changed while it runs (to cut it, say).
     pub fn add_client_with_handle(&mut self, name: &str, link: LinkProfile) -> (usize, SharedProfile) {
         let c = Conditioner::new(self.listener.connect(), link, self.clock(), 99 + self.clients.len() as u64);

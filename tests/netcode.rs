@@ -500,7 +500,7 @@ fn server_audits_input_per_the_validation_table() {
     }
     // Bytes that cannot express a legal frame are malformed, not obeyed.
     let mut bad = input(s.world.tick + 1, 0);
-    bad[8] = 127; // move axis beyond 1.00
+    bad[9] = 127; // move axis beyond 1.00 (after the lead and view bytes)
     r.send(CH_INPUT, &bad);
     s.tick();
     assert_eq!(s.stats.malformed, 1);
@@ -1474,4 +1474,144 @@ fn a_player_picks_any_ship_the_content_has_and_nothing_else() {
     }
     assert_eq!(st.server.world.player(id).unwrap().ship, n - 1);
     assert_eq!(st.server.stats.malformed, 1);
+}
+
+// ------------------------------------------------------------------ spectators
+
+/// A spectator follows its player into a dungeon and sees the fight's bullets exactly as the
+/// player's own game does; it never counts toward the party.
+#[test]
+fn a_spectator_follows_its_player_and_sees_the_same_bullets_bit_for_bit() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("Ann", LinkProfile::CLEAN);
+    st.run_until(120, |_, _| InputSample::default(), |st| st.clients[0].is_joined());
+    let w = st.add_watcher("Bo", "ann");
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
+    let mut idle = Brain::new(Plan::Hub, "", 4);
+    let both_in = st.run_until(
+        60 * 30,
+        |i, c| if i == 0 { brain.think(c) } else { idle.think(c) },
+        |st| st.clients.iter().all(|c| c.view.as_ref().is_some_and(|v| v.dungeon == "warden_keep")),
+    );
+    assert!(both_in, "the spectator followed Ann into the Keep");
+    assert!(st.clients[w].spectating && st.clients[w].player_id == st.clients[0].player_id);
+    // Let the first wave fire, then compare the two replicas at the same tick.
+    let mut compared = 0;
+    for _ in 0..60 * 8 {
+        st.step(|i, c| if i == 0 { brain.think(c) } else { idle.think(c) });
+        let (a, b) = (st.clients[0].view.as_ref().unwrap(), st.clients[w].view.as_ref().unwrap());
+        if a.replica.tick != b.replica.tick || a.dungeon != b.dungeon {
+            continue;
+        }
+        let bullets = |v: &client::View| -> Vec<(u32, u32, u32)> {
+            let p = &v.replica.pool;
+            let mut out: Vec<_> = (0..p.len())
+                .filter(|&i| p.life[i] > 0)
+                .map(|i| (p.uid[i], p.x[i].to_bits(), p.y[i].to_bits()))
+                .collect();
+            out.sort_unstable();
+            out
+        };
+        let (ba, bb) = (bullets(a), bullets(b));
+        assert_eq!(ba, bb, "tick {}: the spectator's bullets are the player's, bit for bit", a.replica.tick);
+        compared += usize::from(!ba.is_empty());
+    }
+    assert!(compared > 60, "bullets were compared on {compared} ticks");
+    // No body, no party: the run was scaled for Ann alone.
+    let id = st.clients[0].player_id.unwrap();
+    let inst = st.server.world.instance_of(id).unwrap();
+    assert_eq!(st.server.world.instances[&inst].players.len(), 1);
+    assert_eq!(st.server.world.instances[&inst].run().party, 1);
+    assert_eq!(st.server.watching(), 1);
+    assert_eq!(st.clients[w].stats.inputs_sent, 0, "a spectator sends no input");
+}
+
+/// A spectator has no way to act: input from it is malformed and moves nobody. The server
+/// takes at most `max_spectators`, only of someone playing, and tells a spectator when
+/// its player leaves.
+#[test]
+fn a_spectator_cannot_act_and_is_bounded() {
+    let c = base();
+    let l = LocalListener::new();
+    let mut s =
+        Server::new(&c, l.server(), ServerConfig { max_players: 2, max_spectators: 1, seed: 1, ..Default::default() });
+    let digest = ClientContent::of(&c).digest;
+    let mut ann = Raw::new(&l);
+    s.tick();
+    ann.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content: digest, name: "Ann".into() }.encode());
+    for _ in 0..5 {
+        s.tick();
+    }
+    let watch = |target: &str| {
+        ClientMsg::Watch { version: PROTOCOL_VERSION, content: digest, name: "Bo".into(), target: target.into() }
+            .encode()
+    };
+    // Nobody of that name: refused, saying so.
+    let mut nobody = Raw::new(&l);
+    s.tick();
+    nobody.send(CH_CONTROL, &watch("Zed"));
+    for _ in 0..5 {
+        s.tick();
+    }
+    nobody.pump();
+    assert!(
+        nobody.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("nobody called 'Zed'"))),
+        "{:?}",
+        nobody.got
+    );
+    let mut bo = Raw::new(&l);
+    s.tick();
+    bo.send(CH_CONTROL, &watch("ann"));
+    for _ in 0..5 {
+        s.tick();
+    }
+    bo.pump();
+    let ann_id = (1..10).find(|id| s.world.player(*id).is_some()).expect("Ann plays");
+    assert!(
+        bo.got.iter().any(|m| matches!(m, ServerMsg::Welcome { player_id, .. } if *player_id == ann_id)),
+        "the spectator is welcomed as Ann's watcher: {:?}",
+        bo.got
+    );
+    assert_eq!((s.world.player_count(), s.watching()), (1, 1), "no body for the spectator");
+    // A second spectator is one too many.
+    let mut cy = Raw::new(&l);
+    s.tick();
+    cy.send(CH_CONTROL, &watch("ann"));
+    for _ in 0..5 {
+        s.tick();
+    }
+    cy.pump();
+    assert!(
+        cy.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("at most 1 spectators"))),
+        "{:?}",
+        cy.got
+    );
+    // Input from the spectator: malformed, and Ann does not move.
+    let before = s.world.player(ann_id).unwrap().pos;
+    let malformed = s.stats.malformed;
+    for k in 0..10 {
+        bo.send(CH_INPUT, &input(s.world.tick + 1 + k, 0));
+    }
+    for _ in 0..20 {
+        s.tick();
+    }
+    assert!(s.stats.malformed > malformed, "the spectator's input is malformed");
+    assert_eq!(s.world.player(ann_id).unwrap().pos, before, "and moves nobody");
+    // Ann leaves for good: the spectator is told.
+    ann.net.disconnect(0);
+    for _ in 0..60 * 30 {
+        s.tick();
+        if s.watching() == 0 {
+            break;
+        }
+    }
+    bo.pump();
+    assert_eq!(s.watching(), 0);
+    assert!(
+        bo.got
+            .iter()
+            .any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("has left"))),
+        "{:?}",
+        bo.got
+    );
 }

@@ -251,6 +251,8 @@ pub struct BotOptions {
     pub security: crate::net::secure::ClientSecurity,
     /// Console commands the first bot sends once joined, with the admin password.
     pub admin: Option<(String, Vec<String>)>,
+    /// Join as spectators of this player instead of playing (no body, no input).
+    pub spectate: Option<String>,
 }
 
 /// One bot's outcome.
@@ -301,7 +303,11 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 continue;
             }
         };
-        let client = Client::new(net, &name, opts.installed.clone()).with_cache(opts.cache.clone());
+        let client = match &opts.spectate {
+            Some(target) => Client::watching(net, &name, opts.installed.clone(), target),
+            None => Client::new(net, &name, opts.installed.clone()),
+        }
+        .with_cache(opts.cache.clone());
         bots.push((client, Brain::new(opts.plan, &opts.dungeon, 1000 + i as u64)));
     }
     let start = Instant::now();
@@ -310,6 +316,8 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let mut left = vec![false; bots.len()];
     // Per bot: whether its joining was printed, and notices printed so far.
     let mut told = vec![(false, 0u64, 0usize); bots.len()];
+    // Per bot: the places it saw (a spectator follows its player from place to place).
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); bots.len()];
     while start.elapsed().as_secs_f64() < opts.seconds {
         let now = start.elapsed().as_secs_f64() * 1000.0;
         for (i, (c, brain)) in bots.iter_mut().enumerate() {
@@ -324,6 +332,12 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             let input = brain.think(c);
             c.update(now, input);
             c.events.clear(); // nothing plays sounds here
+            if let Some(v) = &c.view {
+                let place = if v.dungeon.is_empty() { "the hub".to_string() } else { v.dungeon.clone() };
+                if seen[i].last() != Some(&place) {
+                    seen[i].push(place);
+                }
+            }
             if c.is_joined() && !told[i].0 {
                 told[i].0 = true;
                 let motd = if c.motd.is_empty() { String::new() } else { format!(": {}", c.motd) };
@@ -412,6 +426,12 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 c.name,
                 c.player_id.map_or("-".into(), |p| p.to_string()),
                 match (&brain.played, left[i]) {
+                    _ if c.spectating => format!(
+                        "watched {} ({} snapshots; followed them through {})",
+                        opts.spectate.as_deref().unwrap_or("?"),
+                        s.snapshots,
+                        seen[i].join(" -> ")
+                    ),
                     (_, true) => "left via disconnect".to_string(),
                     (Some(d), _) => format!(
                         "fought in the dungeon {d} ({})",

@@ -268,6 +268,11 @@ pub struct Client<T: Transport> {
     cache: Option<ContentCache>,
     /// Report the view delay for lag compensation (on; off only to measure without it).
     pub lag_compensation: bool,
+    /// Join as a spectator of this player (by name): no body, no input.
+    watch: Option<String>,
+    /// Joined as a spectator: `player_id` is the watched player's, nothing is predicted
+    /// and nothing is sent.
+    pub spectating: bool,
     now_ms: f64,
     /// When the server last moved the join forward (an offer, the end of a download).
     heard_ms: Option<f64>,
@@ -338,9 +343,18 @@ pub const NO_ANSWER: &str = "no answer from the server within 8 seconds: check t
 impl<T: Transport> Client<T> {
     /// A client offering `installed` content (None: a client with no content of its own,
     /// which plays whatever the server sends).
+    /// A spectator of the player called `target` (see `ClientMsg::Watch`).
+    pub fn watching(net: T, name: &str, installed: Option<ClientContent>, target: &str) -> Self {
+        let mut c = Client::new(net, name, installed);
+        c.watch = Some(target.to_string());
+        c
+    }
+
     pub fn new(net: T, name: &str, installed: Option<ClientContent>) -> Self {
         Client {
             lag_compensation: true,
+            watch: None,
+            spectating: false,
             net,
             phase: Phase::Connecting,
             name: crate::protocol::names::sanitize(name),
@@ -609,6 +623,11 @@ impl<T: Transport> Client<T> {
         }
         self.ticks += 1;
         self.est += 1.0;
+        if self.spectating {
+            // Watching: the clock, the snapshots and the replica, nothing to send.
+            self.step_replica();
+            return;
+        }
         let lead = self.lead();
         if !(INPUT_LEAD_MIN..=INPUT_LEAD_MAX).contains(&lead) {
             self.resync(false);
@@ -746,10 +765,13 @@ impl<T: Transport> Client<T> {
             match ev {
                 NetEvent::Connected(_) => {
                     self.transport_connected = true;
-                    let hello = ClientMsg::Hello {
-                        version: PROTOCOL_VERSION,
-                        content: self.installed.as_ref().map_or(ContentDigest::default(), |c| c.digest),
-                        name: self.name.clone(),
+                    let content = self.installed.as_ref().map_or(ContentDigest::default(), |c| c.digest);
+                    let name = self.name.clone();
+                    let hello = match &self.watch {
+                        None => ClientMsg::Hello { version: PROTOCOL_VERSION, content, name },
+                        Some(target) => {
+                            ClientMsg::Watch { version: PROTOCOL_VERSION, content, name, target: target.clone() }
+                        }
                     };
                     self.net.send(0, CH_CONTROL, &hello.encode());
                 }
@@ -824,6 +846,7 @@ impl<T: Transport> Client<T> {
                 };
                 self.content = Some(content);
                 self.player_id = Some(player_id);
+                self.spectating = self.watch.is_some();
                 self.server_name = name;
                 self.motd = motd;
                 self.phase = Phase::Joined;
@@ -1087,6 +1110,9 @@ impl<T: Transport> Client<T> {
         }
         if self.stall >= INPUT_ACK_STALL_LIMIT {
             self.resync(true);
+        }
+        if self.spectating {
+            return; // the watched player is drawn where the snapshots put them
         }
         let Some(own) = own else { return };
         // Reconcile: the server's position, then every unacknowledged frame replayed

@@ -520,10 +520,12 @@ fn script_diagnostic(content: &super::Content, msg: &str, ctx: &str) -> Diagnost
         .args_at
         .iter()
         .find(|(owner, _)| {
-            ctx == owner.as_str()
-                || ctx.starts_with(&format!("{owner} "))
-                || ctx.contains(&format!(", {owner} "))
-                || ctx.ends_with(&format!(", {owner}"))
+            // `owner` as a whole part of "dungeon 'd', boss 'b' phase 2 \"Name\", 3.0 s in".
+            ctx.match_indices(owner.as_str()).any(|(i, _)| {
+                let before = i == 0 || ctx[..i].ends_with(", ");
+                let after = ctx[i + owner.len()..].chars().next();
+                before && after.is_none_or(|c| c == ',' || c == ' ')
+            })
         })
         .map(|(_, file_line)| {
             format!(" (its args = {{...}} are set at {file_line}: a value from there may be the one to fix)")

@@ -73,6 +73,11 @@ pub enum ClientMsg {
     /// `version` comes first so any future layout can still be told "wrong version". The
     /// digest is of the client-side content the client has installed (all zero: none).
     Hello { version: u16, content: ContentDigest, name: String },
+    /// Type 7, CONTROL, in place of `Hello`: join as a spectator of the player called
+    /// `target` (any case). The same layout as `Hello`, then `str target (1..=24 bytes)`.
+    /// A spectator has no body and never sends `Input`: after `Welcome` (whose player id
+    /// is the watched player's) it only receives that player's instance, following them.
+    Watch { version: u16, content: ContentDigest, name: String, target: String },
     /// Type 3, CONTROL. Answer to `ContentOffer` when the client has no copy: "send it".
     /// `u8 type`.
     ContentWant,
@@ -102,6 +107,7 @@ pub enum ClientMsg {
 }
 
 pub const T_HELLO: u8 = 1;
+pub const T_WATCH: u8 = 7;
 pub const T_ADMIN: u8 = 5;
 pub const T_CHOOSE_SHIP: u8 = 6;
 /// Longest admin password and console command a client may send, in bytes.
@@ -120,6 +126,13 @@ impl ClientMsg {
                 w.u16(*version);
                 w.bytes(&content.0);
                 w.str(name);
+            }
+            ClientMsg::Watch { version, content, name, target } => {
+                w.u8(T_WATCH);
+                w.u16(*version);
+                w.bytes(&content.0);
+                w.str(name);
+                w.str(target);
             }
             ClientMsg::ContentWant => w.u8(T_CONTENT_WANT),
             ClientMsg::ContentReady { digest } => {
@@ -162,7 +175,7 @@ impl ClientMsg {
     /// The version a Hello claims, read before anything else in it.
     pub fn hello_version(data: &[u8]) -> Option<u16> {
         let mut r = Reader::new(data);
-        (r.u8().ok()? == T_HELLO).then(|| r.u16().ok()).flatten()
+        matches!(r.u8().ok()?, T_HELLO | T_WATCH).then(|| r.u16().ok()).flatten()
     }
 
     pub fn decode(data: &[u8]) -> Result<ClientMsg, DecodeError> {
@@ -179,6 +192,16 @@ impl ClientMsg {
                     return Err(DecodeError::BadValue("name"));
                 }
                 ClientMsg::Hello { version, content, name }
+            }
+            T_WATCH => {
+                let version = r.u16()?;
+                let content = ContentDigest(r.array()?);
+                let name = r.str(MAX_NAME, "name")?;
+                let target = r.str(MAX_NAME, "target")?;
+                if name.trim().is_empty() || target.trim().is_empty() {
+                    return Err(DecodeError::BadValue("name"));
+                }
+                ClientMsg::Watch { version, content, name, target }
             }
             T_CONTENT_WANT => ClientMsg::ContentWant,
             T_CONTENT_READY => ClientMsg::ContentReady { digest: ContentDigest(r.array()?) },

@@ -16,6 +16,8 @@ pub struct ServerFile {
     pub motd: String,
     pub bind: String,
     pub max_players: usize,
+    /// Spectators at once (0..=64): peers without a body that watch a player.
+    pub max_spectators: usize,
     pub password: String,
     pub event_every: u32,
     pub mods: Vec<PathBuf>,
@@ -41,6 +43,7 @@ impl Default for ServerFile {
             motd: String::new(),
             bind: format!("0.0.0.0:{}", crate::protocol::DEFAULT_PORT),
             max_players: 16,
+            max_spectators: 8,
             password: String::new(),
             event_every: crate::protocol::SNAPSHOT_EVERY_TICKS,
             mods: Vec::new(),
@@ -58,6 +61,8 @@ impl Default for ServerFile {
 
 /// Most players a server may take (what the transport is set up for).
 pub const MAX_PLAYERS: usize = 256;
+/// Most spectators a server may take.
+pub const MAX_SPECTATORS: usize = 64;
 
 /// The file written on first run: every setting with its default and what it does.
 pub fn default_text() -> String {
@@ -73,6 +78,9 @@ pub fn default_text() -> String {
          bind = \"{}\"\n\n\
          # Most players at once (1..={MAX_PLAYERS}).\n\
          max_players = {}\n\n\
+         # Most spectators at once (0..={MAX_SPECTATORS}): players watching a friend's\n\
+         # fight without a body (`hailfire bot --spectate NAME`, or the hub's Watch).\n\
+         max_spectators = {}\n\n\
          # Players must give this password to join (empty: anyone may). Keep this file\n\
          # readable only by the server's user if you set one.\n\
          password = \"\"\n\n\
@@ -106,6 +114,7 @@ pub fn default_text() -> String {
         d.name,
         d.bind,
         d.max_players,
+        d.max_spectators,
         d.event_every,
         d.log_level,
         d.ban_list.display(),
@@ -152,6 +161,9 @@ impl ServerFile {
     pub fn check(&self) -> Result<(), String> {
         if !(1..=MAX_PLAYERS).contains(&self.max_players) {
             return Err(format!("max_players must be 1..={MAX_PLAYERS}, not {}", self.max_players));
+        }
+        if self.max_spectators > MAX_SPECTATORS {
+            return Err(format!("max_spectators must be 0..={MAX_SPECTATORS}, not {}", self.max_spectators));
         }
         use crate::protocol::messages::{MAX_ADMIN_PASSWORD, MAX_MOTD, MAX_SERVER_NAME};
         for (key, value, max) in [
@@ -212,11 +224,12 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
             shown.max_players,
+            shown.max_spectators,
             shown.password,
             shown.event_every,
             mods.join(", "),

@@ -21,6 +21,7 @@ use crate::sim::TICK_RATE;
 pub struct DedicatedOptions {
     pub bind: SocketAddr,
     pub max_players: usize,
+    pub max_spectators: usize,
     pub exit_after: Option<f64>,
     pub events_every_ticks: u32,
     /// Extra mod folders (`--mods`, repeatable), each a mod or a folder of mods, loaded on
@@ -241,23 +242,28 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
         status: Some(board.clone()),
         ..ServerSecurity::new(identity)
     };
-    let net = EnetTransport::listen_secure(opts.bind, super::peer_limit(opts.max_players), security).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::AddrInUse => "the port is in use (another server on this machine?)".to_string(),
-            std::io::ErrorKind::AddrNotAvailable => {
-                "this machine has no such address (use 0.0.0.0 for every interface)".to_string()
-            }
-            std::io::ErrorKind::PermissionDenied => "permission denied (ports below 1024 need privileges)".to_string(),
-            _ => e.to_string(),
-        };
-        anyhow::anyhow!("cannot listen on {}: {why}", opts.bind)
-    })?;
+    let net =
+        EnetTransport::listen_secure(opts.bind, super::peer_limit(opts.max_players) + opts.max_spectators, security)
+            .map_err(|e| {
+                let why = match e.kind() {
+                    std::io::ErrorKind::AddrInUse => "the port is in use (another server on this machine?)".to_string(),
+                    std::io::ErrorKind::AddrNotAvailable => {
+                        "this machine has no such address (use 0.0.0.0 for every interface)".to_string()
+                    }
+                    std::io::ErrorKind::PermissionDenied => {
+                        "permission denied (ports below 1024 need privileges)".to_string()
+                    }
+                    _ => e.to_string(),
+                };
+                anyhow::anyhow!("cannot listen on {}: {why}", opts.bind)
+            })?;
     let addr = net.local_addr()?;
     if let Ok(mut b) = board.lock() {
         b.port = addr.port();
     }
     let config = ServerConfig {
         max_players: opts.max_players,
+        max_spectators: opts.max_spectators,
         events_every_ticks: opts.events_every_ticks,
         name: opts.name.clone(),
         motd: opts.motd.clone(),

@@ -76,7 +76,11 @@ impl ListenServer {
             .name("hailfire-server".into())
             .spawn(move || {
                 // The ENet host is not Send: it is made on the thread that runs it.
-                let enet = match EnetTransport::listen_secure(bind, super::peer_limit(config.max_players), security) {
+                let enet = match EnetTransport::listen_secure(
+                    bind,
+                    super::peer_limit(config.max_players) + config.max_spectators,
+                    security,
+                ) {
                     Ok(e) => e,
                     Err(e) => {
                         let _ = tx.send(Err(e));

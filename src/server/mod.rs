@@ -74,6 +74,8 @@ pub fn peer_limit(max_players: usize) -> usize {
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub max_players: usize,
+    /// Spectators at once (peers watching a player; they never count as players).
+    pub max_spectators: usize,
     pub seed: u64,
     /// Send each instance's gameplay events every this many ticks (1: every tick). The
     /// default sends them with each snapshot, in the same datagram: bullets then appear up
@@ -98,6 +100,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             max_players: 16,
+            max_spectators: 8,
             seed: 0x4861_696c,
             events_every_ticks: SNAPSHOT_EVERY_TICKS,
             name: "Hailfire".into(),
@@ -129,6 +132,10 @@ enum PeerState {
     Playing {
         player: PlayerId,
     },
+    /// A spectator of `target`: no body, no input; it receives the target's instance.
+    Watching {
+        target: PlayerId,
+    },
 }
 
 #[derive(Debug)]
@@ -155,6 +162,8 @@ struct Peer {
     run_sent: Option<(crate::client::RunStatus, u32)>,
     /// A live content update being streamed to this player: bytes sent so far.
     live_sent: Option<usize>,
+    /// Asked to watch this player (by name) rather than play.
+    watch: Option<String>,
 }
 
 /// What a content reload did.
@@ -274,7 +283,15 @@ impl<T: Transport> Server<T> {
 
     /// Connections on their way in: greeting, or downloading the content.
     pub fn joining(&self) -> usize {
-        self.peers.values().filter(|p| !matches!(p.state, PeerState::Playing { .. })).count()
+        self.peers
+            .values()
+            .filter(|p| matches!(p.state, PeerState::Handshake { .. } | PeerState::Content { .. }))
+            .count()
+    }
+
+    /// Connections watching a player.
+    pub fn watching(&self) -> usize {
+        self.spectators()
     }
 
     pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
@@ -471,8 +488,10 @@ impl<T: Transport> Server<T> {
             Some(v) => return self.reject(peer, RejectReason::VersionMismatch { server: PROTOCOL_VERSION, client: v }),
             None => return self.reject(peer, RejectReason::BadHello),
         }
-        let Ok(ClientMsg::Hello { content, name, .. }) = ClientMsg::decode(data) else {
-            return self.reject(peer, RejectReason::BadHello);
+        let (content, name, watch) = match ClientMsg::decode(data) {
+            Ok(ClientMsg::Hello { content, name, .. }) => (content, name, None),
+            Ok(ClientMsg::Watch { content, name, target, .. }) => (content, name, Some(target)),
+            _ => return self.reject(peer, RejectReason::BadHello),
         };
         let name = crate::protocol::names::sanitize(&name);
         if let Some(reason) = self.banned(peer, &name) {
@@ -480,11 +499,16 @@ impl<T: Transport> Server<T> {
         }
         // Joiners have their own room beside the players' slots: they never fill the
         // server, and one address cannot take all of that room.
-        if self.world.player_count() >= self.config.max_players {
+        if watch.is_none() && self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
+        }
+        if watch.is_some() && self.spectators() >= self.config.max_spectators {
+            let reason = format!("this server takes at most {} spectators", self.config.max_spectators);
+            return self.reject(peer, RejectReason::Kicked { reason });
         }
         if let Some(p) = self.peers.get_mut(&peer) {
             p.name = name;
+            p.watch = watch;
         }
         if content == self.content.digest {
             return self.admit(peer);
@@ -526,11 +550,45 @@ impl<T: Transport> Server<T> {
         Some(if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() })
     }
 
+    /// Peers watching someone.
+    fn spectators(&self) -> usize {
+        self.peers.values().filter(|p| matches!(p.state, PeerState::Watching { .. })).count()
+    }
+
+    /// Lets a spectator in, watching the player it named (who must be playing now).
+    fn admit_spectator(&mut self, peer: PeerId, target: &str) {
+        let Some((_, player, shown)) = self.find_player(target) else {
+            let reason = format!("nobody called '{target}' is playing here");
+            return self.reject(peer, RejectReason::Kicked { reason });
+        };
+        if self.spectators() >= self.config.max_spectators {
+            let reason = format!("this server takes at most {} spectators", self.config.max_spectators);
+            return self.reject(peer, RejectReason::Kicked { reason });
+        }
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.state = PeerState::Watching { target: player };
+        }
+        let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
+        info!(peer, watching = %shown, name = %name, addr = %self.addr_of(peer), spectators = self.spectators(), "spectator joined");
+        let welcome = ServerMsg::Welcome {
+            version: PROTOCOL_VERSION,
+            player_id: player,
+            tick: self.world.tick,
+            tick_rate: TICK_RATE as u8,
+            name: self.config.name.clone(),
+            motd: self.config.motd.clone(),
+        };
+        self.send(peer, CH_CONTROL, &welcome);
+    }
+
     fn admit(&mut self, peer: PeerId) {
         // A ban made while the content was downloading holds.
         let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
         if let Some(reason) = self.banned(peer, &name) {
             return self.reject(peer, RejectReason::Banned { reason });
+        }
+        if let Some(target) = self.peers.get(&peer).and_then(|p| p.watch.clone()) {
+            return self.admit_spectator(peer, &target);
         }
         if self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
@@ -584,6 +642,7 @@ impl<T: Transport> Server<T> {
                             admin_failures: 0,
                             run_sent: None,
                             live_sent: None,
+                            watch: None,
                         },
                     );
                 }
@@ -625,6 +684,21 @@ impl<T: Transport> Server<T> {
         let sim_events = self.world.step().to_vec();
         self.log_events(&sim_events);
         self.replicate(&sim_events);
+        self.follow_spectators();
+    }
+
+    /// A spectator whose player has left the world has nothing to watch: it is told so.
+    fn follow_spectators(&mut self) {
+        let gone: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PeerState::Watching { target } if self.world.player(target).is_none()))
+            .map(|(id, _)| *id)
+            .collect();
+        for peer in gone {
+            let reason = "the player you were watching has left".to_string();
+            self.drop_peer(peer, Some(RejectReason::Kicked { reason }));
+        }
     }
 
     /// Sends the next chunks of content to every peer that asked for it.
@@ -704,7 +778,8 @@ impl<T: Transport> Server<T> {
     fn peers_by_instance(&self) -> BTreeMap<InstanceId, Vec<PeerId>> {
         let mut m: BTreeMap<InstanceId, Vec<PeerId>> = BTreeMap::new();
         for (id, p) in &self.peers {
-            if let PeerState::Playing { player } = p.state {
+            // A spectator is where the player it watches is.
+            if let PeerState::Playing { player } | PeerState::Watching { target: player } = p.state {
                 if let Some(i) = self.world.instance_of(player) {
                     m.entry(i).or_default().push(*id);
                 }
@@ -785,16 +860,20 @@ impl<T: Transport> Server<T> {
                 };
                 for &peer in peers {
                     let mut s = base.clone();
-                    let player = match self.peers.get(&peer).map(|p| &p.state) {
-                        Some(PeerState::Playing { player }) => *player,
+                    let (player, watching) = match self.peers.get(&peer).map(|p| &p.state) {
+                        Some(PeerState::Playing { player }) => (*player, false),
+                        Some(PeerState::Watching { target }) => (*target, true),
                         _ => continue,
                     };
-                    s.last_input_tick = self.world.player(player).and_then(|p| p.last_input_tick);
+                    if !watching {
+                        s.last_input_tick = self.world.player(player).and_then(|p| p.last_input_tick);
+                    }
                     let Some(p) = self.peers.get_mut(&peer) else { continue };
                     s.report = p.report.take();
                     // A delta against the newest snapshot the peer says it holds, if that
-                    // is recent and of this instance; otherwise the whole snapshot.
-                    let acked = p.snap_acked.filter(|a| tick.saturating_sub(*a) <= MAX_BASE_AGE);
+                    // is recent and of this instance; otherwise the whole snapshot. A
+                    // spectator sends nothing, so acknowledges nothing: whole snapshots.
+                    let acked = p.snap_acked.filter(|a| tick.saturating_sub(*a) <= MAX_BASE_AGE && !watching);
                     let base_snap = acked.and_then(|a| p.snap_hist.iter().find(|h| h.tick == a && h.instance == *inst));
                     let mut msg = SnapshotMsg::diff(base_snap, &s, Some(player));
                     let state = match msg.apply(base_snap) {
