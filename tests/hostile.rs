@@ -453,3 +453,20 @@ fn a_memory_bomb_is_stopped_and_the_instance_goes_on() {
     assert!(r.errors.iter().any(|e| e.contains("evil_e.lua") && e.contains("out of memory")), "{:?}", r.errors);
     assert!(r.shots > 10, "the turret in the same instance kept firing after the bomb");
 }
+
+/// Reading an undefined global makes a "did you mean": work in Rust, outside the
+/// instruction budget. A huge name, or an environment full of huge names, costs nothing
+/// to report, and the message stays short.
+#[test]
+fn a_huge_undefined_name_is_reported_cheaply() {
+    let (r, took) = attack(
+        "for i = 1, 20 do rawset(_ENV, string.rep('x', 90000) .. i, 1) end\nlocal ok, e = pcall(function() return _ENV[string.rep('x', 90000) .. 'y'] end)\nlog(tostring(ok) .. ' ' .. #tostring(e))\nwait(1000)\n",
+        2,
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let said = r.logs.first().expect("the script went on");
+    let (ok, len) = said.split_once(' ').unwrap();
+    assert_eq!(ok, "false", "still an error");
+    assert!(len.parse::<usize>().unwrap() < 600, "a short message (the name clipped to 64 characters): {said}");
+    eprintln!("reported in {took:?}");
+}

@@ -1524,6 +1524,34 @@ fn a_spectator_follows_its_player_and_sees_the_same_bullets_bit_for_bit() {
     assert_eq!(st.server.world.instances[&inst].run().party, 1);
     assert_eq!(st.server.watching(), 1);
     assert_eq!(st.clients[w].stats.inputs_sent, 0, "a spectator sends no input");
+    // The console sees it and can send it away.
+    assert!(st
+        .server
+        .player_lines()
+        .iter()
+        .any(|l| l.starts_with("spectator \"Bo\"") && l.contains("watching \"Ann\"")));
+    let said = st.server.kick("bo", "").unwrap();
+    assert!(said.contains("a spectator"), "{said}");
+    assert_eq!(st.server.watching(), 0);
+}
+
+/// New looks reach spectators live too, like players.
+#[test]
+fn a_spectator_gets_live_look_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = hailfire::content::sample::write_mod(dir.path(), "gen", 0).unwrap();
+    let load = || content::load(&[ModRoot::Mod(content::content_dir()), ModRoot::Mod(m.clone())]);
+    let mut st = Stepper::new(load(), ServerConfig::default());
+    st.add_client("Ann", LinkProfile::CLEAN);
+    st.run_until(120, |_, _| InputSample::default(), |st| st.clients[0].is_joined());
+    let w = st.add_watcher("Bo", "Ann");
+    st.run_until(120, |_, _| InputSample::default(), |st| st.clients[1].is_joined());
+    let enemies = m.join("enemies.toml");
+    std::fs::write(&enemies, std::fs::read_to_string(&enemies).unwrap().replace("#20c0a0", "#ff0000")).unwrap();
+    let o = st.server.reload(&load(), true).unwrap();
+    assert_eq!((o.players_updated_live, o.players_asked_to_rejoin), (2, 0), "{o:?}");
+    st.run_until(120, |_, _| InputSample::default(), |st| st.clients.iter().all(|c| c.stats.content_updates == 1));
+    assert!(st.clients[w].is_joined() && st.clients[w].stats.content_updates == 1, "{:?}", st.clients[w].phase);
 }
 
 /// A spectator has no way to act: input from it is malformed and moves nobody. The server
@@ -1547,25 +1575,24 @@ fn a_spectator_cannot_act_and_is_bounded() {
             .encode()
     };
     // Nobody of that name: refused, saying so.
-    let mut nobody = Raw::new(&l);
-    s.tick();
-    nobody.send(CH_CONTROL, &watch("Zed"));
-    for _ in 0..5 {
+    // Connects, says `hello`, and reads what the server answered.
+    let arrive = |s: &mut Server<hailfire::net::LocalServer>, hello: &[u8]| {
+        let mut r = Raw::new(&l);
         s.tick();
-    }
-    nobody.pump();
+        r.send(CH_CONTROL, hello);
+        for _ in 0..5 {
+            s.tick();
+        }
+        r.pump();
+        r
+    };
+    let nobody = arrive(&mut s, &watch("Zed"));
     assert!(
         nobody.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("nobody called 'Zed'"))),
         "{:?}",
         nobody.got
     );
-    let mut bo = Raw::new(&l);
-    s.tick();
-    bo.send(CH_CONTROL, &watch("ann"));
-    for _ in 0..5 {
-        s.tick();
-    }
-    bo.pump();
+    let mut bo = arrive(&mut s, &watch("ann"));
     let ann_id = (1..10).find(|id| s.world.player(*id).is_some()).expect("Ann plays");
     assert!(
         bo.got.iter().any(|m| matches!(m, ServerMsg::Welcome { player_id, .. } if *player_id == ann_id)),
@@ -1574,13 +1601,7 @@ fn a_spectator_cannot_act_and_is_bounded() {
     );
     assert_eq!((s.world.player_count(), s.watching()), (1, 1), "no body for the spectator");
     // A second spectator is one too many.
-    let mut cy = Raw::new(&l);
-    s.tick();
-    cy.send(CH_CONTROL, &watch("ann"));
-    for _ in 0..5 {
-        s.tick();
-    }
-    cy.pump();
+    let cy = arrive(&mut s, &watch("ann"));
     assert!(
         cy.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("at most 1 spectators"))),
         "{:?}",

@@ -36,6 +36,9 @@ use crate::sim::movement::step_frame;
 use crate::sim::{InputFrame, Vec2, TICK_RATE};
 use replica::Replica;
 
+/// Telegraphs a game keeps showing at once (the rest of a burst are not kept).
+pub const MAX_TELEGRAPHS_HELD: usize = 1024;
+
 /// The client's lead (input tick minus its estimate of the server tick) stays in this band;
 /// leaving it forces a re-sync. `INPUT_MAX_LEAD` on the server is far wider (a test checks).
 pub const INPUT_LEAD_MIN: i64 = 3;
@@ -901,7 +904,10 @@ impl<T: Transport> Client<T> {
                             self.events.push(ClientEvent::Sfx { name: name.clone(), pos: *pos })
                         }
                         WireEvent::Telegraph(t) => {
-                            v.telegraphs.push((*t, tick + t.ticks as u32));
+                            // Bounded whatever a server sends (a script may show 64 a tick).
+                            if v.telegraphs.len() < MAX_TELEGRAPHS_HELD {
+                                v.telegraphs.push((*t, tick.saturating_add(t.ticks as u32)));
+                            }
                             self.events.push(ClientEvent::Telegraph(*t))
                         }
                         WireEvent::Hint { text } => self.events.push(ClientEvent::Hint(text.clone())),

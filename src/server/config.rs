@@ -78,8 +78,8 @@ pub fn default_text() -> String {
          bind = \"{}\"\n\n\
          # Most players at once (1..={MAX_PLAYERS}).\n\
          max_players = {}\n\n\
-         # Most spectators at once (0..={MAX_SPECTATORS}): players watching a friend's\n\
-         # fight without a body (`hailfire bot --spectate NAME`, or the hub's Watch).\n\
+         # Most spectators at once (0..={MAX_SPECTATORS}): people watching a player's\n\
+         # fights without a body (`hailfire bot --spectate NAME`).\n\
          max_spectators = {}\n\n\
          # Players must give this password to join (empty: anyone may). Keep this file\n\
          # readable only by the server's user if you set one.\n\

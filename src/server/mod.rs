@@ -342,6 +342,9 @@ impl<T: Transport> Server<T> {
                 self.world.mark_linkdead(player);
                 info!(peer, player, name = %p.name, instance = ?inst, "connection closed: body is linkdead and channelling out");
             }
+            if let PeerState::Watching { target } = p.state {
+                info!(peer, watching = target, name = %p.name, "spectator left");
+            }
         }
     }
 
@@ -692,7 +695,11 @@ impl<T: Transport> Server<T> {
         let gone: Vec<PeerId> = self
             .peers
             .iter()
-            .filter(|(_, p)| matches!(p.state, PeerState::Watching { target } if self.world.player(target).is_none()))
+            .filter(|(_, p)| {
+                // Gone from the world, or only a body channelling out (no connection).
+                matches!(p.state, PeerState::Watching { target }
+                    if self.world.player(target).is_none() || self.peer_of(target).is_none())
+            })
             .map(|(id, _)| *id)
             .collect();
         for peer in gone {
@@ -723,9 +730,15 @@ impl<T: Transport> Server<T> {
                 }
             }
         }
-        // Live updates to players in the world, paced the same way.
+        // Live updates to players in the world, paced the same way and as many at once as
+        // joins (the others wait their turn: their game plays on with the old looks).
+        let mut live = 0;
         for (id, p) in self.peers.iter_mut() {
             let Some(sent) = p.live_sent.as_mut() else { continue };
+            live += 1;
+            if live > MAX_CONCURRENT_TRANSFERS {
+                break;
+            }
             let from = *sent;
             let to = (from + CONTENT_CHUNK * CONTENT_CHUNKS_PER_TICK).min(total);
             *sent = to;
@@ -1082,8 +1095,11 @@ impl<T: Transport> Server<T> {
                         packed_len: self.packed.len() as u32,
                     };
                     for peer in ids {
-                        let playing =
-                            self.peers.get(&peer).is_some_and(|p| matches!(p.state, PeerState::Playing { .. }));
+                        // Spectators hold content too: they get the new looks as players do.
+                        let playing = self
+                            .peers
+                            .get(&peer)
+                            .is_some_and(|p| matches!(p.state, PeerState::Playing { .. } | PeerState::Watching { .. }));
                         if playing {
                             self.send(peer, CH_CONTROL, &update);
                             if let Some(p) = self.peers.get_mut(&peer) {
@@ -1139,11 +1155,23 @@ impl<T: Transport> Server<T> {
     /// Disconnects the player called `who` (a name or a player id) with `reason`, which
     /// their game shows. Returns what was done, for the console.
     pub fn kick(&mut self, who: &str, reason: &str) -> Result<String, String> {
-        let Some((peer, player, name)) = self.find_player(who) else {
-            return Err(format!("no player '{who}' is connected (see `players`)"));
-        };
         let reason =
             if reason.trim().is_empty() { "kicked by the server".to_string() } else { reason.trim().to_string() };
+        let Some((peer, player, name)) = self.find_player(who) else {
+            // A spectator, by name.
+            let spectator = self.peers.iter().find_map(|(peer, p)| match p.state {
+                PeerState::Watching { .. } if p.name.to_lowercase() == who.to_lowercase() => {
+                    Some((*peer, p.name.clone()))
+                }
+                _ => None,
+            });
+            if let Some((peer, name)) = spectator {
+                info!(name = %name, addr = %self.addr_of(peer), reason = %reason, "spectator kicked");
+                self.drop_peer(peer, Some(RejectReason::Kicked { reason: reason.clone() }));
+                return Ok(format!("kicked {name} (a spectator): {reason}"));
+            }
+            return Err(format!("no player or spectator '{who}' is connected (see `players`)"));
+        };
         info!(player, name = %name, addr = %self.addr_of(peer), reason = %reason, "kicked");
         self.drop_peer(peer, Some(RejectReason::Kicked { reason: reason.clone() }));
         Ok(format!("kicked {name} (player {player}): {reason}"))
@@ -1295,9 +1323,19 @@ impl<T: Transport> Server<T> {
         self.peers
             .iter()
             .filter_map(|(peer, p)| {
-                let PeerState::Playing { player } = p.state else { return None };
                 let s = self.net.stats(*peer);
                 let addr = self.net.peer_addr(*peer).map_or("this machine".to_string(), |a| a.to_string());
+                let player = match p.state {
+                    PeerState::Playing { player } => player,
+                    PeerState::Watching { target } => {
+                        let watched = self.world.player(target).map_or("?".to_string(), |t| t.name.clone());
+                        return Some(format!(
+                            "spectator {:?} from {addr}: watching {watched:?} (player {target}), ping {:.0} ms",
+                            p.name, s.rtt_ms
+                        ));
+                    }
+                    _ => return None,
+                };
                 let place = match self.world.instance_of(player) {
                     Some(i) if i == self.world.hub => "the hub".to_string(),
                     Some(i) => format!(

@@ -444,15 +444,23 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                 )));
             }
             if !super::spec::SOUNDS.contains(&name.as_str()) {
+                // A sound this game does not have plays nothing and stops nothing: a mod
+                // written for a game with more sounds still runs. The checker warns, once
+                // per place.
                 let hint = match super::spec::suggest(&name, super::spec::SOUNDS.iter().copied()) {
                     Some(s) => format!("did you mean '{s}'? "),
                     None => String::new(),
                 };
-                return Err(rt_err(format!(
-                    "{}sfx: unknown sound '{name}' ({hint}sounds: {})",
-                    caller(lua),
-                    super::spec::SOUNDS.join(", ")
-                )));
+                let at = caller(lua);
+                return with_ctx(lua, |c| {
+                    if c.warned.insert(at.clone()) {
+                        c.logs.push(format!(
+                            "warning: {at}sfx: unknown sound '{name}' plays nothing ({hint}sounds: {})",
+                            super::spec::SOUNDS.join(", ")
+                        ));
+                    }
+                    Ok(())
+                });
             }
             with_ctx(lua, |c| {
                 let pos = c.my_pos();

@@ -355,18 +355,30 @@ pub(super) fn mod_env(lua: &Lua) -> mlua::Result<Table> {
         if !v.is_nil() {
             return Ok(v);
         }
-        let name = name.to_string_lossy();
+        let mut name = name.to_string_lossy();
+        // The suggestion is Rust's work, outside the instruction budget: only for names a
+        // person types, against keys of about the same length, a bounded number of them.
+        const LONGEST: usize = 64;
         let mut known: Vec<String> = Vec::new();
-        for t in [&api, &env] {
-            for (key, _) in t.pairs::<Value, Value>().flatten() {
-                if let Value::String(key) = key {
-                    known.push(key.to_string_lossy());
+        if name.len() <= LONGEST {
+            'scan: for t in [&api, &env] {
+                for (k, (key, _)) in t.pairs::<Value, Value>().flatten().enumerate() {
+                    if k >= 4096 {
+                        continue 'scan;
+                    }
+                    if let Value::String(key) = key {
+                        let n = key.as_bytes().len();
+                        if n <= LONGEST && n.abs_diff(name.len()) <= 3 {
+                            known.push(key.to_string_lossy());
+                        }
+                    }
                 }
             }
         }
         let hint = crate::content::lua::spec::suggest(&name, known.iter().map(|s| s.as_str()))
             .map(|g| format!(" (did you mean '{g}'?)"))
             .unwrap_or_default();
+        truncate_chars(&mut name, LONGEST);
         let name = escape_text(&name);
         Err(rt_err(format!(
             "{}undefined global '{name}'{hint}: a global is nil until the script sets one (to test for one on purpose: rawget(_ENV, \"{name}\"))",
