@@ -948,15 +948,17 @@ impl Instance {
     /// differs. Enemy bullets against players are never rewound (`resolve_hits` tests
     /// them against where players are now).
     fn rewound_hits(&mut self, pad: f32) {
-        let delay_of = |players: &[Player], shooter: Option<PlayerId>| -> u32 {
-            shooter
-                .and_then(|s| players.iter().find(|p| p.id == s))
-                .map_or(0, |p| p.view_delay.min(LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK))
+        // Each player's delay, looked up once (ids in order: a binary search per bullet).
+        let mut delays: Vec<(PlayerId, u32)> =
+            self.players.iter().map(|p| (p.id, p.view_delay.min(LAG_COMP_MAX_TICKS * VIEW_STEPS_PER_TICK))).collect();
+        delays.sort_unstable();
+        let delay_of = |shooter: Option<PlayerId>| -> u32 {
+            shooter.and_then(|s| delays.binary_search_by_key(&s, |d| d.0).ok()).map_or(0, |k| delays[k].1)
         };
         let pool = &self.bullets;
         let mut mine: Vec<(u32, usize)> = (0..pool.len())
             .filter(|&i| pool.team[i] == Team::Player && pool.life[i] > 0)
-            .map(|i| (delay_of(&self.players, self.shooters.get(&pool.uid[i]).map(|s| s.0)), i))
+            .map(|i| (delay_of(self.shooters.get(&pool.uid[i]).map(|s| s.0)), i))
             .collect();
         mine.sort_unstable();
         let mut k = 0;
@@ -974,7 +976,8 @@ impl Instance {
             let (newer, older) = (at(whole), at(whole + 1));
             let place = |row: Option<&Placed>, id: &Target| match (id, row) {
                 (Target::Boss, Some((_, Some(b), _))) => Some(*b),
-                (Target::Enemy(e), Some((_, _, r))) => r.iter().find(|(x, _)| x == e).map(|(_, p)| *p),
+                // Rows are in enemy order, and enemy ids only grow: a binary search.
+                (Target::Enemy(e), Some((_, _, r))) => r.binary_search_by_key(e, |x| x.0).ok().map(|k| r[k].1),
                 _ => None,
             };
             self.rewound.clear();
