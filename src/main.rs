@@ -425,7 +425,11 @@ fn main() -> ExitCode {
             trusted_mods: eff.trusted_mods.clone(),
         };
         return match hailfire::server::dedicated::run(opts) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(hailfire::server::dedicated::Ended::Stopped) => ExitCode::SUCCESS,
+            // `restart`: the systemd unit starts the server again on this status.
+            Ok(hailfire::server::dedicated::Ended::Restart) => {
+                ExitCode::from(hailfire::server::console::RESTART_EXIT_CODE)
+            }
             Err(e) => {
                 eprintln!("hailfire: {e:#}");
                 ExitCode::FAILURE

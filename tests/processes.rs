@@ -711,14 +711,19 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
         assert!(!s.contains(secret) && !printed.contains(secret), "the password '{secret}' is never shown");
     }
     assert!(line_with(&s, &["refusing a player", "addr=127.0.0.1:", "banned"]).is_some(), "{s}");
-    // Stopping with a message: the players still on read it.
+    // Restarting after a countdown: the players still on are warned, then read the
+    // message; the server exits with 75, on which the systemd unit starts it again.
     let frank = hub_bot(dir.path(), port, "frank", "30", &[]);
     wait_for(&log, &|s| s.contains("name=frank"), 15);
-    console.type_line("stop restarting, back soon", &|s| s.contains("stopping"));
-    let _ = console.child.wait();
+    console.type_line("restart 6 back soon", &|s| s.contains("restarts in 6 s"));
+    let status = console.child.wait().unwrap();
+    assert_eq!(status.code(), Some(75), "a restart's exit status");
     let (code, out) = finish(frank, 20);
     assert_ne!(code, 0, "{out}");
-    assert!(out.contains("the server is shutting down: restarting, back soon"), "{out}");
+    for said in ["The server restarts in 6 s: back soon", "The server restarts in 5 s: back soon"] {
+        assert!(out.contains(said), "warned: {said}: {out}");
+    }
+    assert!(out.contains("the server is shutting down: back soon"), "{out}");
 }
 
 #[test]

@@ -39,11 +39,23 @@ pub enum Command {
         text: String,
     },
     Reload,
-    /// Stop, telling players why (None: just "the server is shutting down").
+    /// Stop, telling players why (None: just "the server is shutting down"), now or after
+    /// `after` seconds of warnings; `restart` asks the service manager to start it again.
     Stop {
         message: Option<String>,
+        after: Option<u32>,
+        restart: bool,
     },
+    /// Calls off a stop or restart that is counting down.
+    StopCancel,
 }
+
+/// The longest countdown `stop`/`restart` take, in seconds.
+pub const MAX_COUNTDOWN_S: u32 = 3600;
+/// When a countdown warns the players (seconds left), besides when it starts.
+pub const COUNTDOWN_MARKS: [u32; 4] = [60, 30, 10, 5];
+/// The exit status of a `restart`: the systemd unit restarts the server on it.
+pub const RESTART_EXIT_CODE: u8 = 75;
 
 pub const HELP: &str = "\
 commands:
@@ -55,8 +67,12 @@ commands:
   bans                          the ban list
   say TEXT                      a message every player reads
   reload                        reload the mods (fights that start after use them)
-  stop [message]                disconnect everyone (they read \"the server is shutting
-                                down: message\", e.g. \"restarting, back soon\") and stop
+  stop [SECONDS] [message]      disconnect everyone (they read \"the server is shutting
+                                down: message\", e.g. \"restarting, back soon\") and stop;
+                                with SECONDS, warn them at 60, 30, 10 and 5 s first
+  restart [SECONDS] [message]   the same, then exit with status 75: the systemd unit
+                                starts the server again
+  stop cancel                   call off a countdown
 (a name with spaces goes in double quotes: kick \"Big Bob\" spamming)";
 
 /// Splits off the first word (or a double-quoted phrase).
@@ -104,8 +120,21 @@ impl Command {
             "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
             "say" => Command::Say { text: rest.trim().to_string() },
             "reload" => Command::Reload,
-            "stop" | "quit" | "exit" => {
-                Command::Stop { message: Some(rest.trim().to_string()).filter(|m| !m.is_empty()) }
+            "stop" | "quit" | "exit" | "restart" if rest.trim() == "cancel" => Command::StopCancel,
+            "stop" | "quit" | "exit" | "restart" => {
+                // An optional number of seconds first.
+                let (first, after_first) = first_word(rest);
+                let (after, message) = match first.parse::<u32>() {
+                    Ok(n) if (1..=MAX_COUNTDOWN_S).contains(&n) => (Some(n), after_first),
+                    Ok(0) => (None, after_first),
+                    Ok(n) => return Err(format!("{word}: at most {MAX_COUNTDOWN_S} seconds, not {n}")),
+                    Err(_) => (None, rest),
+                };
+                Command::Stop {
+                    message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
+                    after,
+                    restart: word.eq_ignore_ascii_case("restart"),
+                }
             }
             other => return Err(format!("unknown command '{other}' (type `help`)")),
         }))
@@ -127,8 +156,13 @@ pub struct Ops {
     drops_logged: u64,
     /// Lines typed on standard input, from a reader thread.
     stdin: Option<Receiver<String>>,
-    /// Set by `stop`.
+    /// Set by `stop` (and `restart`), at once or when its countdown ends.
     pub stop_requested: bool,
+    /// Set by `restart`: the server should exit with `RESTART_EXIT_CODE`.
+    pub restart_requested: bool,
+    /// A `stop`/`restart` counting down: when it ends, its message, whether it restarts,
+    /// and the warnings still to give.
+    countdown: Option<(Instant, Option<String>, bool, Vec<u32>)>,
     /// What status queries are answered with: kept current here.
     board: Option<crate::net::secure::StatusBoard>,
     ticks: u64,
@@ -150,6 +184,8 @@ impl Ops {
             drops_logged: 0,
             stdin: None,
             stop_requested: false,
+            restart_requested: false,
+            countdown: None,
             board: None,
             ticks: 0,
         }
@@ -246,6 +282,7 @@ impl Ops {
             }
         }
         self.costs.push_back(cost.as_micros().min(u32::MAX as u128) as u32);
+        self.count_down(server);
         let budget = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
         if cost > budget && self.last_behind_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
             self.last_behind_warning = Some(Instant::now());
@@ -420,12 +457,64 @@ impl Ops {
                 }
                 None => vec!["this server cannot reload its mods".into()],
             },
-            Command::Stop { message } => {
-                info!(message = message.as_deref().unwrap_or(""), "stop requested from the console");
+            Command::Stop { message, after: None, restart } => {
+                info!(message = message.as_deref().unwrap_or(""), restart, "stop requested from the console");
                 server.stop_message = message;
                 self.stop_requested = true;
-                vec!["stopping".into()]
+                self.restart_requested = restart;
+                vec![if restart { "restarting" } else { "stopping" }.into()]
             }
+            Command::Stop { message, after: Some(secs), restart } => {
+                let what = if restart { "restarts" } else { "stops" };
+                info!(
+                    seconds = secs,
+                    message = message.as_deref().unwrap_or(""),
+                    restart,
+                    "countdown started from the console"
+                );
+                let marks: Vec<u32> = COUNTDOWN_MARKS.iter().copied().filter(|m| *m < secs).collect();
+                server.say(&countdown_text(what, secs, message.as_deref()));
+                self.countdown = Some((Instant::now() + Duration::from_secs(secs as u64), message, restart, marks));
+                vec![format!("the server {what} in {secs} s (players are told at {COUNTDOWN_MARKS:?} s; `stop cancel` calls it off)")]
+            }
+            Command::StopCancel => match self.countdown.take() {
+                Some(_) => {
+                    info!("countdown called off from the console");
+                    server.say("The server will not stop after all.");
+                    vec!["called off".into()]
+                }
+                None => vec!["nothing is counting down".into()],
+            },
+        }
+    }
+}
+
+/// "The server stops in 30 s: message".
+fn countdown_text(what: &str, secs: u32, message: Option<&str>) -> String {
+    match message {
+        Some(m) => format!("The server {what} in {secs} s: {m}"),
+        None => format!("The server {what} in {secs} s."),
+    }
+}
+
+impl Ops {
+    /// A countdown's warnings, then its stop.
+    fn count_down<T: Transport>(&mut self, server: &mut Server<T>) {
+        let Some((at, message, restart, marks)) = &mut self.countdown else { return };
+        let left = at.saturating_duration_since(Instant::now());
+        let what = if *restart { "restarts" } else { "stops" };
+        while let Some(&m) = marks.first() {
+            if left > Duration::from_secs(m as u64) {
+                break;
+            }
+            marks.remove(0);
+            server.say(&countdown_text(what, m, message.as_deref()));
+        }
+        if left.is_zero() {
+            server.stop_message = message.take();
+            self.restart_requested = *restart;
+            self.stop_requested = true;
+            self.countdown = None;
         }
     }
 }
@@ -467,11 +556,21 @@ mod tests {
         assert!(Command::parse("kick").unwrap_err().contains("kick NAME"));
         assert!(Command::parse("say").unwrap_err().contains("say TEXT"));
         assert!(Command::parse("frobnicate").unwrap_err().contains("type `help`"));
-        assert_eq!(Command::parse("stop").unwrap(), Some(Command::Stop { message: None }));
+        assert_eq!(Command::parse("stop").unwrap(), Some(Command::Stop { message: None, after: None, restart: false }));
         assert_eq!(
             Command::parse("stop restarting for an update").unwrap(),
-            Some(Command::Stop { message: Some("restarting for an update".into()) })
+            Some(Command::Stop { message: Some("restarting for an update".into()), after: None, restart: false })
         );
+        assert_eq!(
+            Command::parse("stop 60 maintenance").unwrap(),
+            Some(Command::Stop { message: Some("maintenance".into()), after: Some(60), restart: false })
+        );
+        assert_eq!(
+            Command::parse("Restart 30").unwrap(),
+            Some(Command::Stop { message: None, after: Some(30), restart: true })
+        );
+        assert_eq!(Command::parse("stop cancel").unwrap(), Some(Command::StopCancel));
+        assert!(Command::parse("stop 99999").unwrap_err().contains("at most 3600 seconds"));
     }
 
     #[test]

@@ -198,7 +198,14 @@ pub fn run_loop<T: Transport>(
     }
 }
 
-pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
+/// How a dedicated server ended: stopped, or asked to be started again (`restart`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Stopped,
+    Restart,
+}
+
+pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
     for m in &opts.mods {
         if !m.is_dir() {
             bail!("--mods {}: no such folder", m.display());
@@ -320,6 +327,10 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<()> {
     server.shutdown();
     std::thread::sleep(Duration::from_millis(100));
     server.shutdown();
+    if ops.restart_requested {
+        info!(exit_status = crate::server::console::RESTART_EXIT_CODE, "server stopped cleanly, to be started again");
+        return Ok(Ended::Restart);
+    }
     info!("server stopped cleanly");
-    Ok(())
+    Ok(Ended::Stopped)
 }
