@@ -409,6 +409,7 @@ fn main() -> ExitCode {
             bind,
             max_players: eff.max_players,
             max_spectators: eff.max_spectators,
+            metrics_bind: eff.metrics_bind.parse().ok(),
             exit_after: cli.exit_after,
             events_every_ticks: eff.event_every,
             mods: eff.mods.clone(),

@@ -841,3 +841,53 @@ fn a_mod_looping_in_table_concat_ends_only_its_fight_and_status_says_why() {
     let _ = Command::new("kill").args(["-TERM", &console.child.id().to_string()]).status();
     assert_eq!(console.child.wait().unwrap().code(), Some(0));
 }
+
+/// `metrics_bind`: Prometheus metrics over HTTP on a real server, counting a real player;
+/// anything but `GET /metrics` is a 404.
+#[test]
+fn a_server_with_metrics_bind_serves_prometheus_metrics() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    // A TCP port: bound and released, then given to the server.
+    let mport = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(dir.path().join("server.toml"), format!("metrics_bind = \"127.0.0.1:{mport}\"\n")).unwrap();
+    let mut server = dedicated(dir.path(), port, &log, &[]);
+    wait_for(&log, &|s| s.contains("serving Prometheus metrics"), 10);
+    let player = hub_bot(dir.path(), port, "metered", "6", &[]);
+    wait_for(&log, &|s| s.contains("player joined"), 15);
+    let get = |path: &str| -> String {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    };
+    // The values are refreshed once a second.
+    let start = Instant::now();
+    let page = loop {
+        let p = get("/metrics");
+        if p.contains("hailfire_players 1") || start.elapsed() > Duration::from_secs(5) {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(page.starts_with("HTTP/1.1 200") && page.contains("application/openmetrics-text"), "{page}");
+    for want in [
+        "hailfire_players 1",
+        "# TYPE hailfire_tick_seconds histogram",
+        "hailfire_tick_seconds_bucket{le=",
+        "hailfire_instances ",
+        "hailfire_dropped_datagrams_total{reason=\"garbage\"}",
+        "hailfire_handshakes_total ",
+        "hailfire_received_bytes_total ",
+        "# EOF",
+    ] {
+        assert!(page.contains(want), "{want} in:\n{page}");
+    }
+    assert!(get("/").starts_with("HTTP/1.1 404"), "only /metrics");
+    let _ = finish(player, 15);
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -34,6 +34,8 @@ pub struct ServerFile {
     pub threads: usize,
     /// Connections one IP address may hold at once (players behind one router).
     pub max_sessions_per_address: usize,
+    /// Where Prometheus metrics are served over HTTP (empty: nowhere).
+    pub metrics_bind: String,
 }
 
 impl Default for ServerFile {
@@ -55,6 +57,7 @@ impl Default for ServerFile {
             status_every_s: 300,
             threads: 0,
             max_sessions_per_address: crate::net::secure::DEFAULT_SESSIONS_PER_ADDRESS,
+            metrics_bind: String::new(),
         }
     }
 }
@@ -110,7 +113,12 @@ pub fn default_text() -> String {
          threads = 0\n\n\
          # Connections one IP address may hold at once (1..=256): players behind one home\n\
          # router share an address. Raise it for a LAN party playing on a remote server.\n\
-         max_sessions_per_address = {}\n",
+         max_sessions_per_address = {}\n\n\
+         # Serve Prometheus metrics at http://ADDRESS/metrics (players, instances, bullets,\n\
+         # tick time, traffic, dropped datagrams by reason...), e.g. \"127.0.0.1:9108\".\n\
+         # Empty: off. Anyone who can reach it can read it: keep it on 127.0.0.1 or a\n\
+         # private network.\n\
+         metrics_bind = \"\"\n",
         d.name,
         d.bind,
         d.max_players,
@@ -161,6 +169,12 @@ impl ServerFile {
     pub fn check(&self) -> Result<(), String> {
         if !(1..=MAX_PLAYERS).contains(&self.max_players) {
             return Err(format!("max_players must be 1..={MAX_PLAYERS}, not {}", self.max_players));
+        }
+        if !self.metrics_bind.is_empty() && self.metrics_bind.parse::<std::net::SocketAddr>().is_err() {
+            return Err(format!(
+                "metrics_bind must be an address and a port, like \"127.0.0.1:9108\", not {:?}",
+                self.metrics_bind
+            ));
         }
         if self.max_spectators > MAX_SPECTATORS {
             return Err(format!("max_spectators must be 0..={MAX_SPECTATORS}, not {}", self.max_spectators));
@@ -224,7 +238,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -240,7 +254,8 @@ impl ServerFile {
             shown.ban_list.display().to_string(),
             shown.status_every_s,
             shown.threads,
-            shown.max_sessions_per_address
+            shown.max_sessions_per_address,
+            shown.metrics_bind,
         )
     }
 }

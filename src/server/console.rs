@@ -163,6 +163,8 @@ pub struct Ops {
     /// A `stop`/`restart` counting down: when it ends, its message, whether it restarts,
     /// and the warnings still to give.
     countdown: Option<(Instant, Option<String>, bool, Vec<u32>)>,
+    /// Prometheus metrics (`metrics_bind`), when served.
+    metrics: Option<super::metrics::Metrics>,
     /// What status queries are answered with: kept current here.
     board: Option<crate::net::secure::StatusBoard>,
     ticks: u64,
@@ -186,6 +188,7 @@ impl Ops {
             stop_requested: false,
             restart_requested: false,
             countdown: None,
+            metrics: None,
             board: None,
             ticks: 0,
         }
@@ -236,6 +239,12 @@ impl Ops {
     }
 
     /// Takes commands from `rx` instead (the host's in-game menu in host-and-play).
+    /// Keeps the Prometheus metrics current.
+    pub fn with_metrics(mut self, m: super::metrics::Metrics) -> Ops {
+        self.metrics = Some(m);
+        self
+    }
+
     pub fn with_commands(mut self, rx: Receiver<String>) -> Ops {
         self.stdin = Some(rx);
         self
@@ -283,6 +292,12 @@ impl Ops {
         }
         self.costs.push_back(cost.as_micros().min(u32::MAX as u128) as u32);
         self.count_down(server);
+        if let Some(m) = &self.metrics {
+            m.tick(cost);
+            if self.ticks.is_multiple_of(TICK_RATE as u64) {
+                m.update(server);
+            }
+        }
         let budget = Duration::from_secs_f64(1.0 / TICK_RATE as f64);
         if cost > budget && self.last_behind_warning.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
             self.last_behind_warning = Some(Instant::now());

@@ -22,6 +22,8 @@ pub struct DedicatedOptions {
     pub bind: SocketAddr,
     pub max_players: usize,
     pub max_spectators: usize,
+    /// Where Prometheus metrics are served (None: nowhere).
+    pub metrics_bind: Option<std::net::SocketAddr>,
     pub exit_after: Option<f64>,
     pub events_every_ticks: u32,
     /// Extra mod folders (`--mods`, repeatable), each a mod or a folder of mods, loaded on
@@ -322,6 +324,11 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
     }
     println!("type `help` for the console's commands");
     let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
+    if let Some(bind) = opts.metrics_bind {
+        let (metrics, addr) = super::metrics::Metrics::serve(bind)?;
+        info!(url = %format!("http://{addr}/metrics"), "serving Prometheus metrics");
+        ops = ops.with_metrics(metrics);
+    }
     run_loop(&mut server, &stop, opts.exit_after, Some(&mut reloader), &mut ops);
     info!(players = server.connected_players(), tick = server.world.tick, "stopping: disconnecting everyone");
     server.shutdown();

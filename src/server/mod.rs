@@ -8,6 +8,7 @@ pub mod console;
 pub mod dedicated;
 pub mod flood;
 pub mod listen;
+pub mod metrics;
 pub mod records;
 pub mod replicate;
 pub mod soak;
