@@ -887,6 +887,15 @@ fn a_server_with_metrics_bind_serves_prometheus_metrics() {
         assert!(page.contains(want), "{want} in:\n{page}");
     }
     assert!(get("/").starts_with("HTTP/1.1 404"), "only /metrics");
+    // A client that connects and says nothing, or sends an endless request, holds the
+    // page for at most its 2 s deadline; the next one is answered.
+    let idle = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+    let mut flood = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+    let _ = flood.write_all(&vec![b'x'; 64 * 1024]);
+    let t = Instant::now();
+    assert!(get("/metrics").contains("hailfire_players"), "answered after a stalled client");
+    assert!(t.elapsed() < Duration::from_secs(8), "within the deadlines: {:?}", t.elapsed());
+    drop((idle, flood));
     let _ = finish(player, 15);
     let _ = server.kill();
     let _ = server.wait();

@@ -120,15 +120,27 @@ impl Command {
             "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
             "say" => Command::Say { text: rest.trim().to_string() },
             "reload" => Command::Reload,
-            "stop" | "quit" | "exit" | "restart" if rest.trim() == "cancel" => Command::StopCancel,
+            "stop" | "quit" | "exit" | "restart" if first_word(rest).0.eq_ignore_ascii_case("cancel") => {
+                Command::StopCancel
+            }
             "stop" | "quit" | "exit" | "restart" => {
-                // An optional number of seconds first.
+                // An optional countdown first: anything that starts like a number must be
+                // one (a typo must never stop the server at once).
                 let (first, after_first) = first_word(rest);
-                let (after, message) = match first.parse::<u32>() {
-                    Ok(n) if (1..=MAX_COUNTDOWN_S).contains(&n) => (Some(n), after_first),
-                    Ok(0) => (None, after_first),
-                    Ok(n) => return Err(format!("{word}: at most {MAX_COUNTDOWN_S} seconds, not {n}")),
-                    Err(_) => (None, rest),
+                let numeric = first.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
+                let (after, message) = if numeric {
+                    let n = countdown_seconds(&first).ok_or_else(|| {
+                        format!("{word}: '{first}' is not a countdown: write seconds or minutes, like 60, 90s or 5m (at most 60m)")
+                    })?;
+                    let (unit, _) = first_word(after_first);
+                    if ["s", "sec", "secs", "second", "seconds", "m", "min", "mins", "minute", "minutes"]
+                        .contains(&unit.to_ascii_lowercase().as_str())
+                    {
+                        return Err(format!("{word}: write the unit with the number, like {n}s or {n}m"));
+                    }
+                    (Some(n).filter(|n| *n > 0), after_first)
+                } else {
+                    (None, rest)
                 };
                 Command::Stop {
                     message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
@@ -238,13 +250,13 @@ impl Ops {
         self
     }
 
-    /// Takes commands from `rx` instead (the host's in-game menu in host-and-play).
     /// Keeps the Prometheus metrics current.
     pub fn with_metrics(mut self, m: super::metrics::Metrics) -> Ops {
         self.metrics = Some(m);
         self
     }
 
+    /// Takes commands from `rx` instead (the host's in-game menu in host-and-play).
     pub fn with_commands(mut self, rx: Receiver<String>) -> Ops {
         self.stdin = Some(rx);
         self
@@ -504,6 +516,19 @@ impl Ops {
     }
 }
 
+/// A countdown as written: `60`, `90s`, `5m` (at most `MAX_COUNTDOWN_S`).
+fn countdown_seconds(s: &str) -> Option<u32> {
+    let s = s.to_ascii_lowercase();
+    let (digits, scale) = match s.strip_suffix('m') {
+        Some(d) => (d, 60),
+        None => (s.strip_suffix('s').unwrap_or(&s), 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u32>().ok()?.checked_mul(scale).filter(|n| *n <= MAX_COUNTDOWN_S)
+}
+
 /// "The server stops in 30 s: message".
 fn countdown_text(what: &str, secs: u32, message: Option<&str>) -> String {
     match message {
@@ -585,7 +610,32 @@ mod tests {
             Some(Command::Stop { message: None, after: Some(30), restart: true })
         );
         assert_eq!(Command::parse("stop cancel").unwrap(), Some(Command::StopCancel));
-        assert!(Command::parse("stop 99999").unwrap_err().contains("at most 3600 seconds"));
+        assert_eq!(Command::parse("restart \"Cancel\"").unwrap(), Some(Command::StopCancel));
+        assert_eq!(
+            Command::parse("restart 5m back soon").unwrap(),
+            Some(Command::Stop { message: Some("back soon".into()), after: Some(300), restart: true })
+        );
+        assert_eq!(
+            Command::parse("stop 90s").unwrap(),
+            Some(Command::Stop { message: None, after: Some(90), restart: false })
+        );
+        assert_eq!(
+            Command::parse("stop 0").unwrap(),
+            Some(Command::Stop { message: None, after: None, restart: false })
+        );
+        // A typo never stops the server at once: it is an error that says how to write it.
+        for typo in [
+            "stop 99999",
+            "stop 61m",
+            "stop 1.5",
+            "stop -5",
+            "stop 4294967296",
+            "stop 5x",
+            "stop 2 minutes of maintenance",
+        ] {
+            assert!(Command::parse(typo).is_err(), "{typo} was taken");
+        }
+        assert!(Command::parse("stop 2 minutes").unwrap_err().contains("like 2s or 2m"));
     }
 
     #[test]

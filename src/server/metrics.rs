@@ -1,12 +1,17 @@
 //! Prometheus metrics over HTTP: `metrics_bind = "127.0.0.1:9108"` in server.toml (off
 //! by default). The format is `prometheus-client`'s (OpenMetrics text, which Prometheus
-//! scrapes), the HTTP server `tiny_http` on a thread of its own. The server's loop sets the
-//! values (atomics shared with the registry); the HTTP thread only reads them. Only
-//! `GET /metrics` is answered; anything else is a 404.
+//! scrapes). The HTTP side is a few lines of std on a thread of its own, one request at a
+//! time, each with a 2 s deadline and 8 KiB for its request: it runs inside the game
+//! server, and a general HTTP server (tiny_http was tried) keeps a thread and two file
+//! handles per open connection with no deadline, so anyone who could reach the port could
+//! exhaust the game server's files. The server's loop sets the values (atomics shared with
+//! the registry); the HTTP thread only reads them. Only `GET /metrics` is answered;
+//! anything else is a 404.
 
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -78,25 +83,25 @@ impl Metrics {
         r.register("refused_passwords", "Joins refused for a wrong server password", m.refused_passwords.clone());
         r.register("content_downloads", "Clients that downloaded the server's content", m.content_downloads.clone());
         r.register("inputs_dropped", "Input frames refused (stale, future, flood)", m.inputs_dropped.clone());
-        let http = tiny_http::Server::http(bind).map_err(|e| anyhow::anyhow!("metrics_bind = {bind}: {e}"))?;
-        let addr =
-            http.server_addr().to_ip().ok_or_else(|| anyhow::anyhow!("metrics_bind = {bind}: not an IP socket"))?;
+        let listener = TcpListener::bind(bind).map_err(|e| anyhow::anyhow!("metrics_bind = {bind}: {e}"))?;
+        let addr = listener.local_addr()?;
         std::thread::Builder::new().name("metrics".into()).spawn(move || {
-            for req in http.incoming_requests() {
-                let page = req.method() == &tiny_http::Method::Get && req.url().split('?').next() == Some("/metrics");
-                let resp = if page {
-                    let mut body = String::new();
-                    if encode(&mut body, &r).is_err() {
-                        body.clear();
+            let mut failing = false;
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(s) => {
+                        failing = false;
+                        let _ = answer(s, &r);
                     }
-                    let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-                    tiny_http::Response::from_string(body).with_header(
-                        tiny_http::Header::from_bytes(&b"Content-Type"[..], kind.as_bytes()).expect("a valid header"),
-                    )
-                } else {
-                    tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404)
-                };
-                let _ = req.respond(resp);
+                    Err(e) => {
+                        // Out of file handles, say: wait and go on, saying so once.
+                        if !failing {
+                            tracing::warn!("metrics: could not accept a connection: {e}");
+                            failing = true;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
             }
         })?;
         Ok((m, addr))
@@ -133,9 +138,53 @@ impl Metrics {
                 ("busy", s.busy),
                 ("replayed", s.replayed),
                 ("kernel", s.kernel_dropped),
+                ("backlog", s.backlog),
+                ("evicted_handshake", s.evicted),
+                ("idle_session", s.idle_dropped),
+                ("cut_for_memory", s.cut_for_memory),
+                ("rate_limited", s.rate_limited),
             ] {
                 catch_up(&self.dropped.get_or_create(&vec![("reason".to_string(), reason.to_string())]), n);
             }
         }
     }
+}
+
+/// The longest request read, and how long a connection may take in all.
+const MAX_REQUEST: usize = 8 * 1024;
+const DEADLINE: Duration = Duration::from_secs(2);
+
+/// One request on one connection, then close.
+fn answer(mut s: TcpStream, r: &Registry) -> std::io::Result<()> {
+    let start = Instant::now();
+    s.set_read_timeout(Some(DEADLINE))?;
+    s.set_write_timeout(Some(DEADLINE))?;
+    let mut req = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < MAX_REQUEST && start.elapsed() < DEADLINE {
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        req.extend_from_slice(&chunk[..n]);
+    }
+    let line = req.split(|b| *b == b'\n').next().unwrap_or_default();
+    let path = line.strip_prefix(b"GET ").and_then(|rest| rest.split(|b| *b == b' ').next()).unwrap_or_default();
+    let page = path == b"/metrics" || path.starts_with(b"/metrics?");
+    let (status, kind, body) = if page {
+        let mut body = String::new();
+        if encode(&mut body, r).is_err() {
+            body.clear();
+        }
+        ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", body)
+    } else {
+        ("404 Not Found", "text/plain; charset=utf-8", "not found: try GET /metrics\n".to_string())
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body.as_bytes())?;
+    s.flush()
 }
