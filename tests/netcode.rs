@@ -386,6 +386,19 @@ fn raw_server() -> (Server<hailfire::net::LocalServer>, LocalListener, Content) 
     (s, l, c)
 }
 
+/// A raw peer that connects, sends `hello`, lets the server run `ticks` ticks and reads
+/// what it answered.
+fn arrive(s: &mut Server<hailfire::net::LocalServer>, l: &LocalListener, hello: &[u8], ticks: u32) -> Raw {
+    let mut r = Raw::new(l);
+    s.tick();
+    r.send(CH_CONTROL, hello);
+    for _ in 0..ticks {
+        s.tick();
+    }
+    r.pump();
+    r
+}
+
 fn hello(c: &Content, version: u16) -> Vec<u8> {
     ClientMsg::Hello { version, content: ClientContent::of(c).digest, name: "raw".into() }.encode()
 }
@@ -406,13 +419,7 @@ fn input(tick: u32, buttons: u8) -> Vec<u8> {
 #[test]
 fn the_reported_view_delay_is_taken_and_clamped() {
     let (mut s, l, c) = raw_server();
-    let mut r = Raw::new(&l);
-    s.tick();
-    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
-    for _ in 0..100 {
-        s.tick();
-    }
-    r.pump();
+    let mut r = arrive(&mut s, &l, &hello(&c, PROTOCOL_VERSION), 100);
     let t = s.world.tick + 1;
     let with_view = |tick: u32, view: u8| {
         ClientMsg::Input {
@@ -451,13 +458,7 @@ fn server_audits_input_per_the_validation_table() {
     // A flood must be possible to detect: the queue holds less than the legal window.
     const { assert!(hailfire::sim::INPUT_QUEUE_CAP < (INPUT_MAX_AGE + INPUT_MAX_LEAD + 1) as usize) };
     let (mut s, l, c) = raw_server();
-    let mut r = Raw::new(&l);
-    s.tick();
-    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
-    for _ in 0..100 {
-        s.tick();
-    }
-    r.pump();
+    let mut r = arrive(&mut s, &l, &hello(&c, PROTOCOL_VERSION), 100);
     assert!(r.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
     let now = s.world.tick;
     r.send(CH_INPUT, &input(now - INPUT_MAX_AGE - 5, 0));
@@ -1084,13 +1085,7 @@ fn a_tick_with_more_events_than_one_packet_holds_reaches_the_client_whole() {
 #[test]
 fn a_peer_that_floods_a_channel_is_limited_then_cut_off() {
     let (mut s, l, c) = raw_server();
-    let mut r = Raw::new(&l);
-    s.tick();
-    r.send(CH_CONTROL, &hello(&c, PROTOCOL_VERSION));
-    for _ in 0..5 {
-        s.tick();
-    }
-    r.pump();
+    let mut r = arrive(&mut s, &l, &hello(&c, PROTOCOL_VERSION), 5);
     assert!(r.got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
     // 300 input packets within one second: the first 240 are heard, the rest dropped.
     let t = s.world.tick;
@@ -1564,35 +1559,24 @@ fn a_spectator_cannot_act_and_is_bounded() {
     let mut s =
         Server::new(&c, l.server(), ServerConfig { max_players: 2, max_spectators: 1, seed: 1, ..Default::default() });
     let digest = ClientContent::of(&c).digest;
-    let mut ann = Raw::new(&l);
-    s.tick();
-    ann.send(CH_CONTROL, &ClientMsg::Hello { version: PROTOCOL_VERSION, content: digest, name: "Ann".into() }.encode());
-    for _ in 0..5 {
-        s.tick();
-    }
+    let mut ann = arrive(
+        &mut s,
+        &l,
+        &ClientMsg::Hello { version: PROTOCOL_VERSION, content: digest, name: "Ann".into() }.encode(),
+        5,
+    );
     let watch = |target: &str| {
         ClientMsg::Watch { version: PROTOCOL_VERSION, content: digest, name: "Bo".into(), target: target.into() }
             .encode()
     };
     // Nobody of that name: refused, saying so.
-    // Connects, says `hello`, and reads what the server answered.
-    let arrive = |s: &mut Server<hailfire::net::LocalServer>, hello: &[u8]| {
-        let mut r = Raw::new(&l);
-        s.tick();
-        r.send(CH_CONTROL, hello);
-        for _ in 0..5 {
-            s.tick();
-        }
-        r.pump();
-        r
-    };
-    let nobody = arrive(&mut s, &watch("Zed"));
+    let nobody = arrive(&mut s, &l, &watch("Zed"), 5);
     assert!(
         nobody.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("nobody called 'Zed'"))),
         "{:?}",
         nobody.got
     );
-    let mut bo = arrive(&mut s, &watch("ann"));
+    let mut bo = arrive(&mut s, &l, &watch("ann"), 5);
     let ann_id = (1..10).find(|id| s.world.player(*id).is_some()).expect("Ann plays");
     assert!(
         bo.got.iter().any(|m| matches!(m, ServerMsg::Welcome { player_id, .. } if *player_id == ann_id)),
@@ -1601,7 +1585,7 @@ fn a_spectator_cannot_act_and_is_bounded() {
     );
     assert_eq!((s.world.player_count(), s.watching()), (1, 1), "no body for the spectator");
     // A second spectator is one too many.
-    let cy = arrive(&mut s, &watch("ann"));
+    let cy = arrive(&mut s, &l, &watch("ann"), 5);
     assert!(
         cy.got.iter().any(|m| matches!(m, ServerMsg::Reject(RejectReason::Kicked { reason }) if reason.contains("at most 1 spectators"))),
         "{:?}",

@@ -290,10 +290,7 @@ impl<T: Transport> Server<T> {
             .count()
     }
 
-    /// Connections watching a player.
-    pub fn watching(&self) -> usize {
-        self.spectators()
-    }
+
 
     pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
         self.peers
@@ -506,7 +503,7 @@ impl<T: Transport> Server<T> {
         if watch.is_none() && self.world.player_count() >= self.config.max_players {
             return self.reject(peer, RejectReason::ServerFull { max: self.config.max_players as u16 });
         }
-        if watch.is_some() && self.spectators() >= self.config.max_spectators {
+        if watch.is_some() && self.watching() >= self.config.max_spectators {
             let reason = format!("this server takes at most {} spectators", self.config.max_spectators);
             return self.reject(peer, RejectReason::Kicked { reason });
         }
@@ -554,8 +551,8 @@ impl<T: Transport> Server<T> {
         Some(if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() })
     }
 
-    /// Peers watching someone.
-    fn spectators(&self) -> usize {
+    /// Connections watching a player (spectators).
+    pub fn watching(&self) -> usize {
         self.peers.values().filter(|p| matches!(p.state, PeerState::Watching { .. })).count()
     }
 
@@ -565,7 +562,7 @@ impl<T: Transport> Server<T> {
             let reason = format!("nobody called '{target}' is playing here");
             return self.reject(peer, RejectReason::Kicked { reason });
         };
-        if self.spectators() >= self.config.max_spectators {
+        if self.watching() >= self.config.max_spectators {
             let reason = format!("this server takes at most {} spectators", self.config.max_spectators);
             return self.reject(peer, RejectReason::Kicked { reason });
         }
@@ -573,7 +570,7 @@ impl<T: Transport> Server<T> {
             p.state = PeerState::Watching { target: player };
         }
         let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
-        info!(peer, watching = %shown, name = %name, addr = %self.addr_of(peer), spectators = self.spectators(), "spectator joined");
+        info!(peer, watching = %shown, name = %name, addr = %self.addr_of(peer), spectators = self.watching(), "spectator joined");
         let welcome = ServerMsg::Welcome {
             version: PROTOCOL_VERSION,
             player_id: player,
