@@ -290,8 +290,6 @@ impl<T: Transport> Server<T> {
             .count()
     }
 
-
-
     pub fn peer_of(&self, player: PlayerId) -> Option<PeerId> {
         self.peers
             .iter()
