@@ -18,6 +18,11 @@ struct Camera {
 };
 
 @group(0) @binding(0) var<uniform> cam: Camera;
+// Mods' sprites, packed in one texture, and where each is in it (x, y, w, h in texture
+// coordinates), by index.
+@group(0) @binding(1) var atlas: texture_2d<f32>;
+@group(0) @binding(2) var atlas_sampler: sampler;
+@group(0) @binding(3) var<uniform> rects: array<vec4<f32>, 256>;
 
 struct In {
     @builtin(vertex_index) vid: u32,
@@ -229,6 +234,19 @@ fn sd_triangle(p: vec2<f32>) -> f32 {
 @fragment
 fn fs_main(i: Out) -> @location(0) vec4<f32> {
     let shape = u32(i.params.x + 0.5);
+    if (shape >= 64u) {
+        // A mod's sprite (z: its index), in its own colours; the tint's alpha fades it and
+        // a body's hit flash (w; not a bullet's) whitens or reddens it.
+        let r = rects[min(u32(i.params.z + 0.5), 255u)];
+        let q = clamp(i.local * 0.5 + vec2(0.5), vec2(0.0), vec2(1.0));
+        let c = textureSampleLevel(atlas, atlas_sampler, r.xy + q * r.zw, 0.0);
+        var rgb = c.rgb;
+        if (shape == 64u && i.params.w != 0.0) {
+            let to = select(vec3(1.0, 1.0, 1.0), vec3(1.0, 0.12, 0.12), i.params.w < 0.0);
+            rgb = mix(rgb, to, clamp(abs(i.params.w), 0.0, 1.0) * 0.85);
+        }
+        return vec4(rgb, c.a * i.color.a);
+    }
     if (shape == 12u) {
         // The floor's pattern: the accent colour, faint, over the floor's own colour.
         let k = backdrop(u32(i.params.z + 0.5), i.world, max(i.params.w, 1.0), cam.time * i.extra);
@@ -404,7 +422,8 @@ fn vs_bloom(v: In) -> Out {
 fn fs_bloom(i: Out) -> @location(0) vec4<f32> {
     let r = length(i.local);
     // Players' shots glow less (they must never outshine what can hurt).
-    let own = select(1.0, 0.4, abs(i.params.w - 2.0) < 0.25 && u32(i.params.x + 0.5) <= 4u);
+    let sh = u32(i.params.x + 0.5);
+    let own = select(1.0, 0.4, abs(i.params.w - 2.0) < 0.25 && (sh <= 4u || sh == 65u));
     let k = exp(-r * r * 0.55) * 0.16 * own * cam.style.y;
     return vec4(i.color.rgb * i.color.a * k, 0.0);
 }

@@ -312,6 +312,7 @@ pub fn stress_n(content: &Content, bullets: u32, ticks: u32) -> (BenchResult, f6
             radius: 20.0,
             color: "#ffffff".into(),
             body: Default::default(),
+            sprite: None,
             behaviour: Behaviour::Stationary,
             speed: 0.0,
             range: 0.0,

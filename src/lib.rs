@@ -9,6 +9,7 @@ pub mod client;
 pub mod content;
 pub mod crash;
 pub mod logging;
+pub mod media;
 pub mod net;
 pub mod protocol;
 pub mod server;

@@ -211,6 +211,7 @@ fn in_the_colour_blind_palette_every_bullet_reads_on_every_floor_and_shots_stand
             radius: 4.0,
             color: [80 + k * 4, 200, 250],
             shape: hailfire::sim::defs::Shape::Orb,
+            sprite: None,
         });
     }
     for (looks, cvd) in [(&looks, true), (&looks, false), (&blue, true)] {

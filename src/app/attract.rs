@@ -44,6 +44,8 @@ pub struct Attract {
     inst: InstanceId,
     ticks: u32,
     palette: Palette,
+    /// The content's sprites (the renderer's atlas holds them while this draws).
+    pub sprites: Vec<crate::sim::client_defs::MediaAsset>,
     enemy_r: Vec<f32>,
     boss_r: Vec<f32>,
 }
@@ -68,6 +70,7 @@ impl Attract {
             inst,
             ticks: 0,
             palette: Palette::new(&looks),
+            sprites: looks.sprites.clone(),
             enemy_r: looks.enemies.iter().map(|e| e.radius).collect(),
             boss_r: looks.bosses.iter().map(|b| b.radius).collect(),
         })

@@ -138,6 +138,10 @@ enum Backend {
 pub struct Audio {
     backend: Backend,
     effects: Vec<(String, StaticSoundData)>,
+    /// Mods' sounds (`sounds/NAME.ogg`) from the content in play, and the files they were
+    /// decoded from.
+    mod_effects: Vec<(String, StaticSoundData)>,
+    mod_effects_of: Vec<crate::sim::client_defs::MediaAsset>,
     /// The music playing: its theme, one handle per layer, how many layers are heard.
     playing: Option<(MusicDef, Vec<StaticSoundHandle>, usize)>,
     /// A theme's layers being made on another thread (a second or so).
@@ -183,6 +187,8 @@ impl Audio {
         Audio {
             backend,
             effects,
+            mod_effects: Vec::new(),
+            mod_effects_of: Vec::new(),
             playing: None,
             pending: None,
             failed: None,
@@ -222,11 +228,50 @@ impl Audio {
         self.play(name);
     }
 
-    /// Plays an effect by name (unknown names get the generic enemy sound).
+    /// Takes the content's own sounds (decoded again only when they change: at join or a
+    /// live content update). A sound that fails to decode (checked content cannot hold
+    /// one) is left out and plays the generic sound.
+    pub fn set_mod_sounds(&mut self, sounds: &[crate::sim::client_defs::MediaAsset]) {
+        if self.mod_effects_of == sounds {
+            return;
+        }
+        self.mod_effects_of = sounds.to_vec();
+        self.mod_effects = sounds
+            .iter()
+            .filter_map(|a| {
+                let s = crate::media::decode_sound(&a.bytes).ok()?;
+                let frames: Vec<Frame> = if s.channels == 2 {
+                    s.samples.chunks_exact(2).map(|p| Frame { left: p[0], right: p[1] }).collect()
+                } else {
+                    s.samples.iter().map(|&v| Frame { left: v, right: v }).collect()
+                };
+                let d = StaticSoundData {
+                    sample_rate: s.rate,
+                    frames: Arc::from(frames),
+                    settings: StaticSoundSettings::default(),
+                    slice: None,
+                };
+                Some((a.name.clone(), d))
+            })
+            .collect();
+    }
+
+    /// How long the effect `name` plays, seconds (a mod's sound or the game's own), if
+    /// this game has it.
+    pub fn effect_seconds(&self, name: &str) -> Option<f64> {
+        self.mod_effects.iter().chain(&self.effects).find(|(n, _)| n == name).map(|(_, d)| d.duration().as_secs_f64())
+    }
+
+    /// Plays an effect by name: a mod's sound, else the game's own (unknown names get the
+    /// generic enemy sound).
     pub fn play(&mut self, name: &str) {
         let Backend::Real(r) = &mut self.backend else { return };
-        let d =
-            self.effects.iter().find(|(n, _)| n == name).or_else(|| self.effects.iter().find(|(n, _)| n == "enemy"));
+        let d = self
+            .mod_effects
+            .iter()
+            .find(|(n, _)| n == name)
+            .or_else(|| self.effects.iter().find(|(n, _)| n == name))
+            .or_else(|| self.effects.iter().find(|(n, _)| n == "enemy"));
         if let Some((_, d)) = d {
             let _ = r.sfx.play(d.clone());
         }

@@ -123,6 +123,8 @@ pub fn render(gpu: &Gpu, p: &Preview, size: (u32, u32)) -> anyhow::Result<Vec<u8
     let cam = Camera::fit(p.inst.arena, size, 0.0);
     let hud = hud_state(p);
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    let shown = crate::sim::client_defs::media_assets(&p.content.defs.media.sprites);
+    renderer.sprites.set_sprites(&gpu.device, &gpu.queue, &shown);
     let ctx = egui::Context::default();
     crate::app::ui::style::apply(&ctx);
     let mut ui = egui_frame(&ctx, size, |ui| {

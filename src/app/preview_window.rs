@@ -176,6 +176,9 @@ impl PreviewApp {
         let hud = super::preview::hud_state(&self.host.preview);
         let (lines, errors) = self.panel_lines();
         let Some(g) = self.gfx.as_mut() else { return };
+        // The mods' sprites, built into the atlas again after a reload that changed them.
+        let shown_sprites = crate::sim::client_defs::media_assets(&self.host.preview.content.defs.media.sprites);
+        g.renderer.sprites.set_sprites(&g.gpu.device, &g.gpu.queue, &shown_sprites);
         let raw = g.egui_state.take_egui_input(&g.window);
         let size = (g.config.width, g.config.height);
         let cam = Camera::fit(self.host.preview.inst.arena, size, 0.0);

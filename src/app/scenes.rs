@@ -662,6 +662,7 @@ fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -
         }
     }
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
+    renderer.sprites.set_sprites(&gpu.device, &gpu.queue, &looks.sprites);
     let mut ui = f.hud.as_ref().map(|h| {
         let ctx = ui_context();
         egui_frame(&ctx, size, |ui| {

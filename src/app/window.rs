@@ -470,12 +470,23 @@ impl App {
         let ppp = self.egui.pixels_per_point();
         let time = self.started.elapsed().as_secs_f32();
         let cam = match &mut self.session {
-            Some(s) => s.sprites(self.alpha, size, time, &self.settings, &mut self.sprites),
+            Some(s) => {
+                // The atlas holds the session's content's sprites (built again only when
+                // they change: at join, or a live content update).
+                if let Some(c) = s.client.content.as_ref() {
+                    g.renderer.sprites.set_sprites(&g.gpu.device, &g.gpu.queue, &c.defs.sprites);
+                    self.audio.set_mod_sounds(&c.defs.sounds);
+                }
+                s.sprites(self.alpha, size, time, &self.settings, &mut self.sprites)
+            }
             None => {
                 self.sprites.clear();
                 // The title screen: a live fight behind the menus.
                 let content = &self.content;
                 let a = self.attract.get_or_insert_with(|| super::attract::Attract::new(content));
+                if let Some(a) = a.as_ref() {
+                    g.renderer.sprites.set_sprites(&g.gpu.device, &g.gpu.queue, &a.sprites);
+                }
                 let cam = a.as_ref().and_then(|a| a.sprites(size, time, &mut self.sprites));
                 render::scene::apply_look(&mut self.sprites, self.settings.low_effects, false);
                 // "Low effects" turns the glow pass off here too.

@@ -406,8 +406,13 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 problem = Some(format!("prediction never recovered (recent error {:.1} px)", c.stats.pred_err_recent));
             }
             let s = &c.stats;
+            // The mods' media it holds (decoded and checked like a player's game does).
+            let media = match c.content.as_ref().map(|k| (k.defs.sprites.len(), k.defs.sounds.len())) {
+                Some((0, 0)) | None => String::new(),
+                Some((p, n)) => format!(" with {p} sprite(s) and {n} sound(s), decoded"),
+            };
             let content_line = format!(
-                "{}{}",
+                "{}{media}{}",
                 if s.content_from_cache {
                     "from the cache".to_string()
                 } else if s.content_bytes > 0 {

@@ -158,6 +158,7 @@ impl ModRouter {
                 seed: self.seed,
                 kinds,
                 enemies: names.enemies.iter().cloned().collect(),
+                sounds: names.sounds.iter().cloned().collect(),
                 emitters: emitters.map(|(k, v)| (k.clone(), v.clone())).collect(),
             };
             match WorkerHandle::spawn(&exe, &init) {

@@ -35,6 +35,9 @@ pub struct ParsedMod {
     pub ships: Vec<ShipDef>,
     pub hub: Option<HubDef>,
     pub emitters: Vec<EmitterSource>,
+    /// Its sprites and sounds (each decoded once here, so it is known to be good).
+    pub sprites: Vec<(String, MediaFile)>,
+    pub sounds: Vec<(String, MediaFile)>,
     /// file name (`enemies.toml`) -> document, for locating references.
     pub docs: HashMap<String, TomlDoc>,
     /// Ids of entries and emitters this mod has but that failed to parse (their error is
@@ -445,6 +448,7 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
             }
         }
     }
+    let (sprites, sounds) = read_media(&mut files, dir, &id, diags);
     let ok = !diags[before..].iter().any(|d| d.is_error());
     // Entries present in a file but not parsed had an error each, already reported.
     let parsed_ids: Vec<&str> = bullets
@@ -471,10 +475,113 @@ pub fn parse_mod(dir: &Path, diags: &mut Vec<Diagnostic>) -> Option<ParsedMod> {
         ships,
         hub,
         emitters,
+        sprites,
+        sounds,
         docs,
         broken,
         ok,
     })
+}
+
+/// Reads a mod's `sprites/*.png` and `sounds/*.wav|ogg`, decoding each with the decoders
+/// players run (`crate::media`), within the media caps. A bad file is an error that names
+/// it; a file of another kind in those folders is a warning.
+#[allow(clippy::type_complexity)]
+fn read_media(
+    files: &mut ModFiles,
+    dir: &Path,
+    id: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<(String, MediaFile)>, Vec<(String, MediaFile)>) {
+    use crate::media;
+    let mut total = 0usize;
+    let mut out = (Vec::new(), Vec::new());
+    for (folder, exts) in [("sprites", &["png"][..]), ("sounds", &["wav", "ogg"][..])] {
+        let fdir = dir.join(folder);
+        let Ok(rd) = std::fs::read_dir(&fdir) else { continue };
+        let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+        for f in paths {
+            let path = display_path(&f);
+            let ext = f.extension().map(|x| x.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+            if !exts.contains(&ext.as_str()) {
+                let want = exts.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" or ");
+                diags.push(Diagnostic::warning(
+                    Some(id),
+                    Some(&path),
+                    format!("not used: {folder}/ holds {want} files only"),
+                ));
+                continue;
+            }
+            let stem = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+            if !media::name_ok(&stem) {
+                diags.push(Diagnostic::error(
+                    Some(id),
+                    Some(&path),
+                    format!("{folder} file names must be 1..=64 lowercase letters, digits and _ (the name is what TOML and scripts use)"),
+                ));
+                continue;
+            }
+            if folder == "sounds" && stem.len() > crate::content::lua::MAX_SFX_NAME {
+                diags.push(Diagnostic::error(
+                    Some(id),
+                    Some(&path),
+                    format!("sound names are at most {} bytes (what sfx() takes)", crate::content::lua::MAX_SFX_NAME),
+                ));
+                continue;
+            }
+            if folder == "sounds" && crate::content::lua::spec::SOUNDS.contains(&stem.as_str()) {
+                diags.push(Diagnostic::error(
+                    Some(id),
+                    Some(&path),
+                    format!("'{stem}' is one of the game's own sounds; give the file another name"),
+                ));
+                continue;
+            }
+            if let Some(other) = seen.insert(stem.clone(), path.clone()) {
+                diags.push(Diagnostic::error(
+                    Some(id),
+                    Some(&path),
+                    format!("{other} has the same name '{stem}'; keep one"),
+                ));
+                continue;
+            }
+            let bytes = match files.read_raw(&f) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                Err(e) => {
+                    diags.push(Diagnostic::error(Some(id), Some(&path), e));
+                    continue;
+                }
+            };
+            let checked = if folder == "sprites" {
+                media::decode_png(&bytes).map(|_| ())
+            } else {
+                media::decode_sound(&bytes).map(|_| ())
+            };
+            if let Err(e) = checked {
+                diags.push(Diagnostic::error(Some(id), Some(&path), e));
+                continue;
+            }
+            total += bytes.len();
+            if total > media::MAX_MOD_MEDIA {
+                diags.push(Diagnostic::error(
+                    Some(id),
+                    Some(&path),
+                    format!("the mod's sprites and sounds add up to more than {} bytes", media::MAX_MOD_MEDIA),
+                ));
+                continue;
+            }
+            let file = MediaFile { bytes: std::sync::Arc::new(bytes), mod_id: id.to_string(), path };
+            if folder == "sprites" {
+                out.0.push((stem, file));
+            } else {
+                out.1.push((stem, file));
+            }
+        }
+    }
+    out
 }
 
 /// Refuses mods with missing or incompatible dependencies, unsupported game versions or
@@ -629,6 +736,13 @@ pub fn merge(mods: &[ParsedMod]) -> (Defs, BTreeMap<String, EmitterSource>) {
         for e in &m.emitters {
             emitters.insert(e.id.clone(), e.clone());
         }
+        // A later mod's file of the same name replaces an earlier one's (a texture pack).
+        for (name, f) in &m.sprites {
+            defs.media.sprites.insert(name.clone(), f.clone());
+        }
+        for (name, f) in &m.sounds {
+            defs.media.sounds.insert(name.clone(), f.clone());
+        }
     }
     (defs, emitters)
 }
@@ -657,6 +771,34 @@ pub fn check_refs(
     let mut err = |file: &str, entry: &str, field: &str, msg: String| {
         diags.push(Diagnostic::error(Some(id), Some(&m.file(file)), msg).at(m.loc(file, entry, field)));
     };
+    // Sprites named in TOML are the mods' own pictures (any loaded mod's, by file name).
+    let sprite_refs = m
+        .bullets
+        .iter()
+        .map(|b| ("bullets.toml", "bullet", &b.id, &b.sprite))
+        .chain(m.enemies.iter().map(|e| ("enemies.toml", "enemy", &e.id, &e.sprite)))
+        .chain(m.bosses.iter().map(|b| ("bosses.toml", "boss", &b.id, &b.sprite)))
+        .chain(m.ships.iter().map(|sh| ("ships.toml", "ship", &sh.id, &sh.sprite)));
+    for (f, what, entry, sprite) in sprite_refs {
+        let Some(name) = sprite else { continue };
+        if !defs.media.sprites.contains_key(name) {
+            let hint = match crate::content::lua::spec::suggest(name, defs.media.sprites.keys().map(|k| k.as_str())) {
+                Some(s) => format!("did you mean '{s}'? "),
+                None => String::new(),
+            };
+            let have = if defs.media.sprites.is_empty() {
+                "no mod has a sprites/ folder with PNG files".to_string()
+            } else {
+                format!("sprites: {}", defs.media.sprites.keys().cloned().collect::<Vec<_>>().join(", "))
+            };
+            err(
+                f,
+                entry,
+                "sprite",
+                format!("{what} '{entry}': sprite '{name}' does not exist (no sprites/{name}.png; {hint}{have})"),
+            );
+        }
+    }
     for b in &m.bullets {
         let f = "bullets.toml";
         if !(b.radius > 0.0 && b.radius <= 64.0) {

@@ -361,6 +361,7 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
             color: "#ffffff".into(),
             shape: crate::sim::defs::Shape::Orb,
             damage: 10,
+            sprite: None,
         });
     }
     // What clients will receive must pass the very validator they run on it.

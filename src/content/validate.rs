@@ -246,6 +246,7 @@ pub fn dry_run_trusting(
                     radius: 16.0,
                     color: "#ffffff".into(),
                     body: Default::default(),
+                    sprite: None,
                     behaviour: Behaviour::Stationary,
                     speed: 0.0,
                     range: 0.0,

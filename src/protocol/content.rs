@@ -17,8 +17,12 @@
 //!  var nd, nd x (str id, str name, f32 w, f32 h, f32 sx, f32 sy, var max_players, var boss, f32 px, f32 py,
 //!                u8 difficulty, theme),
 //!  hub: f32 w, f32 h, f32 sx, f32 sy, f32 portal_radius, theme,
-//!  var ns, ns x (str id, str name, var stars, rgb, body)` (ships: format 2; themes:
-//!  format 3; bodies, difficulty and music: format 4).
+//!  var ns, ns x (str id, str name, var stars, rgb, body),
+//!  var nsp, nsp x (str name, var len, len bytes PNG),
+//!  var nso, nso x (str name, var len, len bytes WAV or Ogg Vorbis),
+//!  var nu, nu x (u8 what: 0 bullet 1 enemy 2 boss 3 ship, var index, var sprite)`
+//!  (ships: format 2; themes: format 3; bodies, difficulty and music: format 4; mods'
+//!  sprites and sounds: format 5).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,7 +42,7 @@ pub const MAX_CONTENT_BYTES: usize = 4 << 20;
 /// Payload of one `ContentChunk` message: one datagram under ENet's MTU.
 pub const CONTENT_CHUNK: usize = 1024;
 const MAGIC: &[u8; 3] = b"HFC";
-const FORMAT: u8 = 4;
+const FORMAT: u8 = 5;
 
 /// SHA-256 of the encoded content: what a client offers and what the cache is keyed by.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -195,6 +199,31 @@ pub fn encode(d: &ClientDefs) -> Vec<u8> {
         rgb(&mut w, sh.color);
         body_w(&mut w, &sh.body);
     }
+    for list in [&d.sprites, &d.sounds] {
+        w.var(list.len() as u64);
+        for a in list {
+            w.str(&a.name);
+            w.var(a.bytes.len() as u64);
+            w.bytes(&a.bytes);
+        }
+    }
+    let uses: Vec<(u8, usize, u16)> = d
+        .bullets
+        .iter()
+        .map(|b| b.sprite)
+        .enumerate()
+        .map(|(i, s)| (0, i, s))
+        .chain(d.enemies.iter().map(|e| e.sprite).enumerate().map(|(i, s)| (1, i, s)))
+        .chain(d.bosses.iter().map(|b| b.sprite).enumerate().map(|(i, s)| (2, i, s)))
+        .chain(d.ships.iter().map(|sh| sh.sprite).enumerate().map(|(i, s)| (3, i, s)))
+        .filter_map(|(what, i, s)| s.map(|s| (what, i, s)))
+        .collect();
+    w.var(uses.len() as u64);
+    for (what, i, s) in uses {
+        w.u8(what);
+        w.var(i as u64);
+        w.var(s as u64);
+    }
     w.buf
 }
 
@@ -286,7 +315,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
             4 => Shape::Ring,
             _ => return Err(invalid(format!("bullet kind '{id}': unknown shape"))),
         };
-        bullets.push(BulletLook { id, radius, color, shape });
+        bullets.push(BulletLook { id, radius, color, shape, sprite: None });
     }
     let ne = r.count(MAX_ENEMIES, 15, "enemies")?;
     let mut enemies = Vec::with_capacity(ne);
@@ -297,6 +326,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
             radius: read_f32(&mut r)?,
             color: read_rgb(&mut r)?,
             body: body_r(&mut r)?,
+            sprite: None,
         });
     }
     let nbo = r.count(MAX_BOSSES, 16, "bosses")?;
@@ -312,7 +342,7 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
         for _ in 0..np {
             phases.push(r.str(MAX_NAME, "phase name")?);
         }
-        bosses.push(BossLook { id, name, radius, color, body, phases });
+        bosses.push(BossLook { id, name, radius, color, body, sprite: None, phases });
     }
     let nd = r.count(MAX_DUNGEONS, 41, "dungeons")?;
     let mut dungeons = Vec::with_capacity(nd);
@@ -344,10 +374,40 @@ pub fn decode(bytes: &[u8]) -> Result<ClientDefs, ContentError> {
             stars: r.var_u32("ship stars")?,
             color: read_rgb(&mut r)?,
             body: body_r(&mut r)?,
+            sprite: None,
         });
     }
+    let mut media = |max: usize, what: &'static str| -> Result<Vec<MediaAsset>, ContentError> {
+        let n = r.count(max, 2, what)?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.str(MAX_ID, what)?;
+            let len = r.count(MAX_CONTENT_BYTES, 1, what)?;
+            out.push(MediaAsset { name, bytes: Arc::new(r.bytes(len)?.to_vec()) });
+        }
+        Ok(out)
+    };
+    let sprites = media(crate::media::MAX_SPRITES, "sprites")?;
+    let sounds = media(crate::media::MAX_SOUNDS, "sounds")?;
+    let nu = r.count(MAX_BULLET_KINDS + MAX_ENEMIES + MAX_BOSSES + MAX_SHIPS, 3, "sprite uses")?;
+    for _ in 0..nu {
+        let what = r.u8()?;
+        let i = r.var()? as usize;
+        let sprite = u16::try_from(r.var()?).map_err(|_| DecodeError::BadValue("sprite"))?;
+        let slot = match what {
+            0 => bullets.get_mut(i).map(|b| &mut b.sprite),
+            1 => enemies.get_mut(i).map(|e| &mut e.sprite),
+            2 => bosses.get_mut(i).map(|b| &mut b.sprite),
+            3 => ships.get_mut(i).map(|s| &mut s.sprite),
+            _ => None,
+        };
+        match slot {
+            Some(slot) if slot.is_none() => *slot = Some(sprite),
+            _ => return Err(invalid(format!("sprite use {what}/{i} names nothing or repeats"))),
+        }
+    }
     r.finish()?;
-    Ok(ClientDefs { bullets, enemies, bosses, dungeons, hub, ships })
+    Ok(ClientDefs { bullets, enemies, bosses, dungeons, hub, ships, sprites, sounds })
 }
 
 /// Content the client keeps by digest, in the cache directory, so a second join to the

@@ -29,6 +29,8 @@ pub struct ShipLook {
     pub stars: u32,
     pub color: [u8; 3],
     pub body: BodyDef,
+    /// Index into [`ClientDefs::sprites`], drawn instead of the body.
+    pub sprite: Option<u16>,
 }
 pub const MAX_NAME: usize = 64;
 /// Arena sides, px (as the mod loader requires).
@@ -46,6 +48,8 @@ pub struct BulletLook {
     pub radius: f32,
     pub color: [u8; 3],
     pub shape: Shape,
+    /// Index into [`ClientDefs::sprites`], drawn instead of the shape.
+    pub sprite: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -55,6 +59,7 @@ pub struct EnemyLook {
     pub radius: f32,
     pub color: [u8; 3],
     pub body: BodyDef,
+    pub sprite: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -64,8 +69,22 @@ pub struct BossLook {
     pub radius: f32,
     pub color: [u8; 3],
     pub body: BodyDef,
+    pub sprite: Option<u16>,
     /// Phase names, in order (the HUD shows the current one).
     pub phases: Vec<String>,
+}
+
+/// Mods' sprites or sounds as client-side content carries them (sorted by name).
+pub fn media_assets(m: &std::collections::BTreeMap<String, super::defs::MediaFile>) -> Vec<MediaAsset> {
+    m.iter().map(|(name, f)| MediaAsset { name: name.clone(), bytes: f.bytes.clone() }).collect()
+}
+
+/// A mod's sprite (PNG) or sound (WAV, Ogg Vorbis) as its file holds it; players decode
+/// it with `crate::media` (the validator does, before anything uses it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediaAsset {
+    pub name: String,
+    pub bytes: std::sync::Arc<Vec<u8>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +113,10 @@ pub struct ClientDefs {
     pub hub: HubDef,
     /// Ships, sorted by id (a ship's number is its index here).
     pub ships: Vec<ShipLook>,
+    /// Mods' sprites and sounds, sorted by name (looks refer to sprites by index; `sfx`
+    /// events name sounds).
+    pub sprites: Vec<MediaAsset>,
+    pub sounds: Vec<MediaAsset>,
 }
 
 /// `#rrggbb` as bytes; anything else is white (the mod loader refuses bad colours first).
@@ -157,6 +180,10 @@ impl ClientDefs {
     pub fn from_defs(d: &Defs) -> ClientDefs {
         let boss_ids: Vec<&String> = d.bosses.keys().collect();
         let portals = d.portals();
+        let sprite = |name: &Option<String>| {
+            name.as_ref().and_then(|n| d.media.sprites.keys().position(|k| k == n)).map(|i| i as u16)
+        };
+        let assets = media_assets;
         ClientDefs {
             bullets: d
                 .bullets
@@ -166,6 +193,7 @@ impl ClientDefs {
                     radius: b.radius,
                     color: parse_color(&b.color),
                     shape: b.shape,
+                    sprite: sprite(&b.sprite),
                 })
                 .collect(),
             enemies: d
@@ -177,6 +205,7 @@ impl ClientDefs {
                     radius: e.radius,
                     color: parse_color(&e.color),
                     body: e.body,
+                    sprite: sprite(&e.sprite),
                 })
                 .collect(),
             bosses: d
@@ -188,6 +217,7 @@ impl ClientDefs {
                     radius: b.radius,
                     color: parse_color(&b.color),
                     body: b.body,
+                    sprite: sprite(&b.sprite),
                     phases: b.phases.iter().map(|p| p.name.clone()).collect(),
                 })
                 .collect(),
@@ -218,8 +248,11 @@ impl ClientDefs {
                     stars: sh.stars,
                     color: parse_color(&sh.color),
                     body: sh.body,
+                    sprite: sprite(&sh.sprite),
                 })
                 .collect(),
+            sprites: assets(&d.media.sprites),
+            sounds: assets(&d.media.sounds),
         }
     }
 
@@ -256,6 +289,7 @@ fn positive_upto(v: f32, hi: f32) -> bool {
 /// Checks every value and reference of client-side content: the rules a mod on disk is
 /// held to by the loader, and the ones the renderer and the wire rely on.
 pub fn validate(d: &ClientDefs) -> Result<(), String> {
+    validate_media(d)?;
     for (k, sh) in d.ships.iter().enumerate() {
         let ok_id = !sh.id.is_empty()
             && sh.id.len() <= MAX_ID
@@ -421,4 +455,48 @@ mod live_tests {
         phases.bosses[0].phases.push("Extra".into());
         assert!(old.live_compatible(&phases).unwrap_err().contains("phases"));
     }
+}
+
+/// Sprites and sounds: names, counts, sizes, each file decoding with the game's own
+/// decoders, the sprites fitting the atlas, and every look's sprite index in range.
+fn validate_media(d: &ClientDefs) -> Result<(), String> {
+    use crate::media;
+    for (what, list, max) in [("sprites", &d.sprites, media::MAX_SPRITES), ("sounds", &d.sounds, media::MAX_SOUNDS)] {
+        if list.len() > max {
+            return Err(format!("{} {what}; at most {max} are allowed", list.len()));
+        }
+        for (i, a) in list.iter().enumerate() {
+            if !media::name_ok(&a.name) || (i > 0 && list[i - 1].name >= a.name) {
+                return Err(format!("{what}: name '{}' must be unique, sorted, of a-z 0-9 _", a.name));
+            }
+        }
+    }
+    for s in &d.sounds {
+        if s.name.len() > crate::content::lua::MAX_SFX_NAME
+            || crate::content::lua::spec::SOUNDS.contains(&s.name.as_str())
+        {
+            return Err(format!("sound '{}' has the name of one of the game's own sounds", s.name));
+        }
+        media::decode_sound(&s.bytes).map_err(|e| format!("sound '{}' {e}", s.name))?;
+    }
+    let mut sizes = Vec::with_capacity(d.sprites.len());
+    for s in &d.sprites {
+        let img = media::decode_png(&s.bytes).map_err(|e| format!("sprite '{}' {e}", s.name))?;
+        sizes.push((img.width, img.height));
+    }
+    media::atlas_layout(&sizes)?;
+    let n = d.sprites.len();
+    let refs = d
+        .bullets
+        .iter()
+        .map(|b| (&b.id, b.sprite))
+        .chain(d.enemies.iter().map(|e| (&e.id, e.sprite)))
+        .chain(d.bosses.iter().map(|b| (&b.id, b.sprite)))
+        .chain(d.ships.iter().map(|s| (&s.id, s.sprite)));
+    for (id, sprite) in refs {
+        if sprite.is_some_and(|i| i as usize >= n) {
+            return Err(format!("'{id}' uses sprite {} of {n}", sprite.unwrap_or(0)));
+        }
+    }
+    Ok(())
 }

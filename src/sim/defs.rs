@@ -148,6 +148,10 @@ pub struct BulletKindDef {
     /// Damage dealt when it hits.
     #[serde(default = "default_damage")]
     pub damage: i32,
+    /// A mod's picture (`sprites/NAME.png`) drawn instead of the shape, turned to face
+    /// where the bullet flies.
+    #[serde(default)]
+    pub sprite: Option<String>,
 }
 
 fn default_shape() -> Shape {
@@ -186,6 +190,9 @@ pub struct EnemyDef {
     /// How its body is drawn (client-side, sent at join).
     #[serde(default)]
     pub body: BodyDef,
+    /// A mod's picture (`sprites/NAME.png`) drawn instead of the body.
+    #[serde(default)]
+    pub sprite: Option<String>,
     pub behaviour: Behaviour,
     /// Pixels per tick.
     #[serde(default = "default_enemy_speed")]
@@ -252,6 +259,9 @@ pub struct BossDef {
     /// How its body is drawn; each phase after the first adds a ring and quickens it.
     #[serde(default)]
     pub body: BodyDef,
+    /// A mod's picture (`sprites/NAME.png`) drawn instead of the body.
+    #[serde(default)]
+    pub sprite: Option<String>,
     pub phases: Vec<PhaseDef>,
 }
 
@@ -748,6 +758,9 @@ pub struct ShipDef {
     /// How it is drawn: a body shape facing where the ship aims (its `spin` is unused).
     #[serde(default = "default_ship_body")]
     pub body: BodyDef,
+    /// A mod's picture (`sprites/NAME.png`) drawn instead of the body, facing the aim.
+    #[serde(default)]
+    pub sprite: Option<String>,
 }
 
 fn default_ship_body() -> BodyDef {
@@ -782,6 +795,25 @@ pub struct Defs {
     pub bosses: BTreeMap<String, BossDef>,
     pub dungeons: BTreeMap<String, DungeonDef>,
     pub hub: HubDef,
+    /// Mods' sprites and sounds, by name (checked by `crate::media` when loaded).
+    pub media: Media,
+}
+
+/// One sprite or sound file a mod ships, as stored.
+#[derive(Clone, Debug)]
+pub struct MediaFile {
+    pub bytes: std::sync::Arc<Vec<u8>>,
+    /// The mod it came from and its path as messages show it.
+    pub mod_id: String,
+    pub path: String,
+}
+
+/// Mods' sprites (`sprites/*.png`) and sounds (`sounds/*.wav`, `sounds/*.ogg`), by the
+/// file's name without its extension.
+#[derive(Clone, Debug, Default)]
+pub struct Media {
+    pub sprites: BTreeMap<String, MediaFile>,
+    pub sounds: BTreeMap<String, MediaFile>,
 }
 
 impl Defs {

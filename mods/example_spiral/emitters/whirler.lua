@@ -8,6 +8,7 @@ wait(rand_int(30, 60))          -- don't fire the moment we appear
 
 -- A sub-task: every 2 s, an aimed fan at whoever is nearest. It dies with the Whirler.
 every(120, nil, function()
+  sfx("chime")                 -- the mod's own sound: sounds/chime.ogg
   fan{n = 3, spread = 24, speed = 3.5, kind = "orb", aim = "nearest"}
 end)
 

@@ -72,7 +72,7 @@ struct CameraUniform {
 
 /// A bullet that must not show outside the arena's walls.
 fn is_clipped(s: &Sprite) -> bool {
-    s.params[0] <= scene::SH_RING && s.params[3] > 0.5
+    (s.params[0] <= scene::SH_RING || s.params[0] == scene::SH_IMAGE_BULLET) && s.params[3] > 0.5
 }
 
 /// A pipeline drawing `Sprite` instances with the shader's entry points `entry` (vertex,
@@ -112,6 +112,79 @@ fn sprite_pipeline(
     })
 }
 
+/// Sprites a frame can draw from the atlas (the shader's `rects` array).
+pub const ATLAS_RECTS: usize = crate::media::MAX_SPRITES;
+
+/// Mods' sprites packed into one texture (`crate::media::atlas_layout`).
+struct Atlas {
+    _texture: wgpu::Texture,
+    view: wgpu::TextureView,
+}
+
+fn atlas_texture(device: &wgpu::Device, w: u32, h: u32) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("sprite atlas"),
+        size: wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8UnormSrgb,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    })
+}
+
+/// A 1x1 transparent atlas (wgpu clears new textures), for content without sprites.
+fn empty_atlas(device: &wgpu::Device) -> Atlas {
+    let texture = atlas_texture(device, 1, 1);
+    let view = texture.create_view(&Default::default());
+    Atlas { _texture: texture, view }
+}
+
+/// The atlas of `sprites` and each one's place in it, in texture coordinates. Each is
+/// decoded again here; the content validator has decoded it already, so a failure here
+/// (which checked content cannot cause) leaves that sprite transparent.
+fn make_atlas(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    sprites: &[crate::sim::client_defs::MediaAsset],
+) -> (Atlas, Vec<[f32; 4]>) {
+    let images: Vec<Option<crate::media::Image>> =
+        sprites.iter().take(ATLAS_RECTS).map(|s| crate::media::decode_png(&s.bytes).ok()).collect();
+    let sizes: Vec<(u32, u32)> = images.iter().map(|i| i.as_ref().map_or((1, 1), |i| (i.width, i.height))).collect();
+    let places = crate::media::atlas_layout(&sizes).unwrap_or_else(|_| vec![[0, 0, 1, 1]; sizes.len()]);
+    let w = places.iter().map(|p| p[0] + p[2] + crate::media::ATLAS_GUTTER).max().unwrap_or(1).max(1);
+    let h = places.iter().map(|p| p[1] + p[3] + crate::media::ATLAS_GUTTER).max().unwrap_or(1).max(1);
+    let mut pixels = vec![0u8; (w * h * 4) as usize];
+    for (img, p) in images.iter().zip(&places) {
+        let Some(img) = img else { continue };
+        let row_bytes = (img.width * 4) as usize;
+        for row in 0..img.height {
+            let src = row as usize * row_bytes;
+            let dst = (((p[1] + row) * w + p[0]) * 4) as usize;
+            pixels[dst..dst + row_bytes].copy_from_slice(&img.rgba[src..src + row_bytes]);
+        }
+    }
+    let texture = atlas_texture(device, w, h);
+    queue.write_texture(
+        wgpu::TexelCopyTextureInfo {
+            texture: &texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
+        &pixels,
+        wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(w * 4), rows_per_image: Some(h) },
+        wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 },
+    );
+    let rects = places
+        .iter()
+        .map(|p| [p[0] as f32 / w as f32, p[1] as f32 / h as f32, p[2] as f32 / w as f32, p[3] as f32 / h as f32])
+        .collect();
+    let view = texture.create_view(&Default::default());
+    (Atlas { _texture: texture, view }, rects)
+}
+
 /// The instanced sprite pipeline.
 pub struct SpriteRenderer {
     pipeline: wgpu::RenderPipeline,
@@ -119,6 +192,13 @@ pub struct SpriteRenderer {
     bloom_pipeline: wgpu::RenderPipeline,
     uniform: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
+    layout: wgpu::BindGroupLayout,
+    sampler: wgpu::Sampler,
+    /// Each atlas sprite's place, in texture coordinates (`ATLAS_RECTS` of them).
+    rects: wgpu::Buffer,
+    atlas: Atlas,
+    /// The sprites the atlas holds now.
+    atlas_of: Vec<crate::sim::client_defs::MediaAsset>,
     instances: wgpu::Buffer,
     capacity: usize,
     count: u32,
@@ -140,24 +220,55 @@ impl SpriteRenderer {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let uniform_entry = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("camera"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
+            entries: &[
+                uniform_entry(0),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
                 },
-                count: None,
-            }],
+                wgpu::BindGroupLayoutEntry {
+                    binding: 2,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                    count: None,
+                },
+                uniform_entry(3),
+            ],
         });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("camera"),
-            layout: &layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }],
+        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("sprite atlas"),
+            mag_filter: wgpu::FilterMode::Linear,
+            min_filter: wgpu::FilterMode::Linear,
+            address_mode_u: wgpu::AddressMode::ClampToEdge,
+            address_mode_v: wgpu::AddressMode::ClampToEdge,
+            ..Default::default()
         });
+        let rects = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sprite rects"),
+            size: (ATLAS_RECTS * 16) as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let atlas = empty_atlas(device);
+        let bind_group = Self::bind(device, &layout, &uniform, &atlas, &sampler, &rects);
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("sprites"),
             bind_group_layouts: &[Some(&layout)],
@@ -174,6 +285,11 @@ impl SpriteRenderer {
             bloom_pipeline,
             uniform,
             bind_group,
+            layout,
+            sampler,
+            rects,
+            atlas,
+            atlas_of: Vec::new(),
             instances,
             capacity,
             count: 0,
@@ -181,6 +297,52 @@ impl SpriteRenderer {
             scissor: [0; 4],
             size: (1, 1),
         }
+    }
+
+    fn bind(
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        uniform: &wgpu::Buffer,
+        atlas: &Atlas,
+        sampler: &wgpu::Sampler,
+        rects: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("camera"),
+            layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(&atlas.view) },
+                wgpu::BindGroupEntry { binding: 2, resource: wgpu::BindingResource::Sampler(sampler) },
+                wgpu::BindGroupEntry { binding: 3, resource: rects.as_entire_binding() },
+            ],
+        })
+    }
+
+    /// Makes the atlas hold `sprites` (the content's). Nothing happens when it holds them
+    /// already, so this can be called every frame.
+    pub fn set_sprites(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        sprites: &[crate::sim::client_defs::MediaAsset],
+    ) {
+        if self.atlas_of == sprites {
+            return;
+        }
+        self.atlas_of = sprites.to_vec();
+        let mut rects = vec![[0f32; 4]; ATLAS_RECTS];
+        self.atlas = if sprites.is_empty() {
+            empty_atlas(device)
+        } else {
+            let (atlas, places) = make_atlas(device, queue, sprites);
+            for (slot, r) in rects.iter_mut().zip(places) {
+                *slot = r;
+            }
+            atlas
+        };
+        queue.write_buffer(&self.rects, 0, bytemuck::cast_slice(&rects));
+        self.bind_group = Self::bind(device, &self.layout, &self.uniform, &self.atlas, &self.sampler, &self.rects);
     }
 
     fn make_buffer(device: &wgpu::Device, n: usize) -> wgpu::Buffer {

@@ -55,6 +55,10 @@ pub const SH_TELEGRAPH: f32 = 14.0;
 /// Bodies: `SH_BODY + shape code` (`BodyShape::code`); params.z = parts + 16 x boss phase,
 /// `dir` turns the body.
 pub const SH_BODY: f32 = 16.0;
+/// A mod's sprite from the atlas (params.z: its index; w: the hit flash as for bodies),
+/// and the same for a bullet (w: as for bullets, so it is clipped to the arena).
+pub const SH_IMAGE: f32 = 64.0;
+pub const SH_IMAGE_BULLET: f32 = 65.0;
 
 /// Where the view looks.
 #[derive(Clone, Copy, Debug)]
@@ -114,6 +118,12 @@ pub struct Palette {
     pub boss_bodies: Vec<crate::sim::defs::BodyDef>,
     /// Ships by index (a player's ship comes with the roster).
     pub ship_bodies: Vec<crate::sim::defs::BodyDef>,
+    /// By bullet kind, enemy, boss and ship: the atlas sprite drawn instead of the shape
+    /// or body, and its half extents as a fraction of the radius (its aspect).
+    pub kind_sprites: Vec<Option<(u16, [f32; 2])>>,
+    pub enemy_sprites: Vec<Option<(u16, [f32; 2])>>,
+    pub boss_sprites: Vec<Option<(u16, [f32; 2])>>,
+    pub ship_sprites: Vec<Option<(u16, [f32; 2])>>,
 }
 
 /// The colour-blind friendly bullet palette: the Okabe-Ito colours, chosen to stay
@@ -217,7 +227,22 @@ impl Palette {
             Shape::Diamond => SH_DIAMOND,
             Shape::Ring => SH_RING,
         };
+        // Each sprite's aspect, from its PNG header (the validator has decoded it whole).
+        let aspect: Vec<[f32; 2]> = defs
+            .sprites
+            .iter()
+            .map(|a| {
+                let (w, h) = crate::media::png_size(&a.bytes).unwrap_or((1, 1));
+                let m = w.max(h).max(1) as f32;
+                [w as f32 / m, h as f32 / m]
+            })
+            .collect();
+        let sprite = |i: Option<u16>| i.and_then(|i| aspect.get(i as usize).map(|a| (i, *a)));
         Palette {
+            kind_sprites: defs.bullets.iter().map(|b| sprite(b.sprite)).collect(),
+            enemy_sprites: defs.enemies.iter().map(|e| sprite(e.sprite)).collect(),
+            boss_sprites: defs.bosses.iter().map(|b| sprite(b.sprite)).collect(),
+            ship_sprites: defs.ships.iter().map(|sh| sprite(sh.sprite)).collect(),
             kinds: defs.bullets.iter().map(|b| (rgb_color(b.color), shape(b.shape))).collect(),
             enemies: defs.enemies.iter().map(|e| rgb_color(e.color)).collect(),
             bosses: defs.bosses.iter().map(|b| rgb_color(b.color)).collect(),
@@ -345,7 +370,7 @@ pub fn flat_reference(sprites: &[Sprite]) -> Vec<Sprite> {
         .filter(|s| s.params[0] != SH_BACKDROP && s.params[0] != SH_VIGNETTE && s.params[0] != SH_TELEGRAPH)
         .map(|s| {
             let mut s = *s;
-            if s.params[0] >= SH_BODY {
+            if s.params[0] >= SH_BODY && s.params[0] < SH_IMAGE {
                 s.params[0] = SH_ENEMY;
                 s.params[2] = 0.0;
                 s.dir = [0.0, 0.0];
@@ -461,11 +486,22 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
                 radii: &[f32],
                 colors: &[[f32; 4]],
                 looks: &[crate::sim::defs::BodyDef],
+                sprites: &[Option<(u16, [f32; 2])>],
                 fallback: (f32, [f32; 4]),
                 glow: f32,
                 phase: u8| {
         let r = radii.get(def as usize).copied().unwrap_or(fallback.0);
         let color = colors.get(def as usize).copied().unwrap_or(fallback.1);
+        if let Some(&Some((i, a))) = sprites.get(def as usize) {
+            // A mod's picture, upright (the glow pass still gives it a halo of its colour).
+            return Sprite {
+                pos: [pos.x, pos.y],
+                size: [r * a[0], r * a[1]],
+                dir: [1.0, 0.0],
+                color,
+                params: [SH_IMAGE, 0.0, i as f32, 0.0],
+            };
+        }
         let look = looks.get(def as usize).copied().unwrap_or_default();
         // Each phase turns a boss faster.
         let turn = view.time * look.spin * (1.0 + 0.5 * phase as f32) * std::f32::consts::TAU;
@@ -485,6 +521,7 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             view.enemy_radius,
             &palette.enemies,
             &palette.enemy_bodies,
+            &palette.enemy_sprites,
             (14.0, [0.8, 0.2, 0.2, 1.0]),
             0.15,
             0,
@@ -499,6 +536,7 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             view.boss_radius,
             &palette.bosses,
             &palette.boss_bodies,
+            &palette.boss_sprites,
             (32.0, [0.7, 0.3, 1.0, 1.0]),
             0.3,
             b.phase,
@@ -525,12 +563,23 @@ pub fn build(view: &WorldView, palette: &Palette, out: &mut Vec<Sprite>) {
             Some(b) => (SH_BODY + b.shape.code() as f32, b.parts as f32),
             None => (SH_SHIP, 0.0),
         };
-        out.push(Sprite {
-            pos: [pos.x, pos.y],
-            size: [r, r],
-            dir: [aim.cos(), aim.sin()],
-            color: c,
-            params: [shape, 0.2, parts, -flash_of(view, WireTarget::Player(p.id))],
+        let flash = -flash_of(view, WireTarget::Player(p.id));
+        out.push(match palette.ship_sprites.get(ship).copied().flatten() {
+            // A mod's picture, facing the aim (pictures face right).
+            Some((i, a)) => Sprite {
+                pos: [pos.x, pos.y],
+                size: [r * a[0], r * a[1]],
+                dir: [aim.cos(), aim.sin()],
+                color: c,
+                params: [SH_IMAGE, 0.0, i as f32, flash],
+            },
+            None => Sprite {
+                pos: [pos.x, pos.y],
+                size: [r, r],
+                dir: [aim.cos(), aim.sin()],
+                color: c,
+                params: [shape, 0.2, parts, flash],
+            },
         });
         // The hitbox dot: what actually gets hit is much smaller than the ship.
         let hb = crate::sim::config::PLAYER_HITBOX_RADIUS;
@@ -688,13 +737,25 @@ fn push_bullets(
             // Translucent: never mistaken for what can hurt you.
             color[3] *= 0.6;
         }
-        out.push(Sprite {
-            pos: [b.x[i] + vx * t, b.y[i] + vy * t],
-            size: [r, r],
-            dir: [vx, vy],
-            color,
-            // Both kinds are clipped to the arena; only enemy bullets get the outline.
-            params: [shape, glow, 0.85, if pass == Team::Player { 2.0 } else { 1.0 }],
+        let team = if pass == Team::Player { 2.0 } else { 1.0 };
+        out.push(match palette.kind_sprites.get(b.kind[i] as usize).copied().flatten() {
+            // A mod's picture, facing where the bullet flies; the glow pass gives it a
+            // halo of the kind's colour.
+            Some((k, a)) => Sprite {
+                pos: [b.x[i] + vx * t, b.y[i] + vy * t],
+                size: [r * a[0], r * a[1]],
+                dir: [vx, vy],
+                color,
+                params: [SH_IMAGE_BULLET, 0.0, k as f32, team],
+            },
+            None => Sprite {
+                pos: [b.x[i] + vx * t, b.y[i] + vy * t],
+                size: [r, r],
+                dir: [vx, vy],
+                color,
+                // Both kinds are clipped to the arena; only enemy bullets get the outline.
+                params: [shape, glow, 0.85, team],
+            },
         });
     }
 }

@@ -443,26 +443,26 @@ pub(super) fn install_api(lua: &Lua) -> mlua::Result<()> {
                     escape_text(&name)
                 )));
             }
-            if !super::spec::SOUNDS.contains(&name.as_str()) {
-                // A sound this game does not have plays nothing and stops nothing: a mod
-                // written for a game with more sounds still runs. The checker warns, once
-                // per place.
-                let hint = match super::spec::suggest(&name, super::spec::SOUNDS.iter().copied()) {
-                    Some(s) => format!("did you mean '{s}'? "),
-                    None => String::new(),
-                };
-                let at = caller(lua);
-                return with_ctx(lua, |c| {
+            let at = caller(lua);
+            with_ctx(lua, |c| {
+                if !super::spec::SOUNDS.contains(&name.as_str()) && !c.names.sounds.contains(&name) {
+                    // A sound this game does not have plays nothing and stops nothing: a
+                    // mod written for a game with more sounds still runs. The checker
+                    // warns, once per place.
+                    let known = || super::spec::SOUNDS.iter().copied().chain(c.names.sounds.iter().map(|s| s.as_str()));
+                    let hint = match super::spec::suggest(&name, known()) {
+                        Some(s) => format!("did you mean '{s}'? "),
+                        None => String::new(),
+                    };
                     if c.warned.insert(at.clone()) {
+                        let all: Vec<&str> = known().collect();
                         c.logs.push(format!(
                             "warning: {at}sfx: unknown sound '{name}' plays nothing ({hint}sounds: {})",
-                            super::spec::SOUNDS.join(", ")
+                            all.join(", ")
                         ));
                     }
-                    Ok(())
-                });
-            }
-            with_ctx(lua, |c| {
+                    return Ok(());
+                }
                 let pos = c.my_pos();
                 c.cmds.push(ScriptCmd::Sfx { name, pos });
                 Ok(())

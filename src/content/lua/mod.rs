@@ -92,13 +92,19 @@ pub struct Names {
     /// Bullet kind -> (index, radius, damage).
     pub kinds: HashMap<String, (u16, f32, i32)>,
     pub enemies: BTreeSet<String>,
+    /// Mods' own sounds (`sounds/NAME.ogg`), besides the game's.
+    pub sounds: BTreeSet<String>,
 }
 
 impl Names {
     pub fn of(defs: &Defs) -> Names {
         let kinds =
             defs.bullets.iter().enumerate().map(|(i, b)| (b.id.clone(), (i as u16, b.radius, b.damage))).collect();
-        Names { kinds, enemies: defs.enemies.keys().cloned().collect() }
+        Names {
+            kinds,
+            enemies: defs.enemies.keys().cloned().collect(),
+            sounds: defs.media.sounds.keys().cloned().collect(),
+        }
     }
 }
 

@@ -250,9 +250,9 @@ pub const FUNCTIONS: &[ApiFn] = &[
     },
     ApiFn {
         name: "sfx",
-        params: &[("name", "string", "a sound name (see docs/MODDING.md)")],
+        params: &[("name", "string", "one of the game's sounds or a mod's sounds/NAME.ogg|wav (see docs/MODDING.md)")],
         returns: &[],
-        doc: "Plays a sound effect at the owner's position.",
+        doc: "Plays a sound effect at the owner's position; an unknown name plays nothing (the checker warns).",
         prelude: false,
     },
     ApiFn {
@@ -293,8 +293,8 @@ pub const FUNCTIONS: &[ApiFn] = &[
     },
 ];
 
-/// Every sound `sfx(name)` may play: the game synthesises each (`app::audio`). Mods cannot
-/// ship sounds yet.
+/// The game's own sounds, which it synthesises (`app::audio`); `sfx(name)` also plays a
+/// mod's `sounds/NAME.wav|ogg`, which may not take one of these names.
 pub const SOUNDS: &[&str] =
     &["shotgun", "sniper", "summon", "fire", "hit_taken", "hit_dealt", "death", "phase", "portal", "escape", "cleared"];
 

@@ -66,6 +66,7 @@ pub fn main() -> ! {
         names.kinds.insert(k.clone(), (i as u16, *radius, *damage));
     }
     names.enemies = init.enemies.iter().cloned().collect();
+    names.sounds = init.sounds.iter().cloned().collect();
     let emitters: Arc<BTreeMap<_, _>> = Arc::new(init.emitters);
     let mut scripts = ModRouter::in_process(emitters, Arc::new(names), init.seed);
     let mut w = wire::begin(wire::T_READY);

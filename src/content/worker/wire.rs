@@ -50,6 +50,7 @@ pub struct Init {
     /// Bullet kinds: (name, radius, damage), in index order.
     pub kinds: Vec<(String, f32, i32)>,
     pub enemies: Vec<String>,
+    pub sounds: Vec<String>,
     pub emitters: BTreeMap<String, EmitterSource>,
 }
 
@@ -231,6 +232,8 @@ impl Init {
         }
         w.var(self.enemies.len() as u64);
         self.enemies.iter().for_each(|e| text(&mut w, e));
+        w.var(self.sounds.len() as u64);
+        self.sounds.iter().for_each(|e| text(&mut w, e));
         w.var(self.emitters.len() as u64);
         for e in self.emitters.values() {
             text(&mut w, &e.id);
@@ -251,6 +254,8 @@ impl Init {
         }
         let n = r.count(1 << 16, 1, "enemies")?;
         let enemies = (0..n).map(|_| read_text(&mut r, 256, "enemy")).collect::<Result<_, _>>()?;
+        let n = r.count(1 << 16, 1, "sounds")?;
+        let sounds = (0..n).map(|_| read_text(&mut r, 256, "sound")).collect::<Result<_, _>>()?;
         let n = r.count(1 << 16, 4, "emitters")?;
         let mut emitters = BTreeMap::new();
         for _ in 0..n {
@@ -261,7 +266,7 @@ impl Init {
             emitters.insert(id.clone(), EmitterSource { id, mod_id, path, source });
         }
         r.finish()?;
-        Ok(Init { seed, kinds, enemies, emitters })
+        Ok(Init { seed, kinds, enemies, sounds, emitters })
     }
 }
 
