@@ -112,7 +112,7 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image, String> {
         return Err("is an animated PNG; a sprite is one still image".into());
     }
     let size = reader.output_buffer_size().ok_or("is not a valid PNG (its size overflows)")?;
-    if size > (w * h * 4) as usize {
+    if size > w as usize * h as usize * 4 {
         return Err("is not a valid PNG (its pixel format is larger than 8 bits a channel)".into());
     }
     let mut buf = vec![0u8; size];
@@ -121,7 +121,7 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image, String> {
     if frame.bit_depth != png::BitDepth::Eight {
         return Err(format!("has {:?}-bit channels after expansion; save it with 8 bits a channel", frame.bit_depth));
     }
-    let px = (w * h) as usize;
+    let px = w as usize * h as usize;
     let rgba: Vec<u8> = match frame.color_type {
         png::ColorType::Rgba if buf.len() == px * 4 => buf,
         png::ColorType::Rgb if buf.len() == px * 3 => {

@@ -118,6 +118,27 @@ fn muted_audio_path_plays_nothing_and_breaks_nothing() {
 }
 
 #[test]
+fn a_mods_sounds_reach_the_mixer_by_name() {
+    // The example mod's chime (Ogg Vorbis, 0.45 s) and a WAV, as content carries them.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let chime = std::fs::read(repo.join("mods/example_spiral/sounds/chime.ogg")).unwrap();
+    let asset = |name: &str, bytes: Vec<u8>| hailfire::sim::client_defs::MediaAsset {
+        name: name.into(),
+        bytes: std::sync::Arc::new(bytes),
+    };
+    let mut a = Audio::new(0.8, 0.8, 0.5);
+    assert_eq!(a.effect_seconds("chime"), None, "not before the content has it");
+    a.set_mod_sounds(&[asset("chime", chime.clone())]);
+    let s = a.effect_seconds("chime").expect("the mod's sound is in the mixer");
+    assert!((s - 0.45).abs() < 0.03, "{s} s");
+    a.play("chime");
+    // Other content (a live update, another server): the old sounds go.
+    a.set_mod_sounds(&[asset("bell", chime)]);
+    assert_eq!(a.effect_seconds("chime"), None);
+    assert!(a.effect_seconds("bell").is_some() && a.effect_seconds("fire").is_some());
+}
+
+#[test]
 fn real_playback_through_alsas_null_device() {
     // An ALSA configuration whose default device discards audio lets the real backend start
     // on a machine with no sound card: the whole path up to the device is exercised.
@@ -139,6 +160,13 @@ fn alsa_null_child() {
     let mut a = Audio::new(0.8, 0.8, 0.5);
     assert!(!a.is_muted(), "the null ALSA device should open: {:?}", a.muted_reason);
     a.play("fire");
+    // A mod's sound plays through the real backend too.
+    let chime =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mods/example_spiral/sounds/chime.ogg"));
+    let asset =
+        hailfire::sim::client_defs::MediaAsset { name: "chime".into(), bytes: std::sync::Arc::new(chime.unwrap()) };
+    a.set_mod_sounds(&[asset]);
+    a.play("chime");
     // A place's music is made on another thread, then starts with the place's layers; a
     // boss phase brings in more.
     let m = hailfire::app::music::title_music();

@@ -246,7 +246,14 @@ fn a_dedicated_server_with_extra_mods_serves_a_stock_bot_that_fights_in_the_mods
     let log = dir.path().join("server.log");
     let cache = dir.path().join("bot-cache");
     let port = free_port();
-    let mut server = dedicated(dir.path(), port, &log, &["--mods".as_ref(), mods.as_os_str()]);
+    // The example mod too: it ships two sprites and an Ogg sound.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("mods/example_spiral");
+    let mut server = dedicated(
+        dir.path(),
+        port,
+        &log,
+        &["--mods".as_ref(), mods.as_os_str(), "--mods".as_ref(), example.as_os_str()],
+    );
     assert!(read(&log).contains("id=vps"), "the server loaded the extra mod folder:\n{}", read(&log));
     // The bot runs from this checkout, which has no such mod, and a fresh cache.
     let run = || {
@@ -260,11 +267,13 @@ fn a_dedicated_server_with_extra_mods_serves_a_stock_bot_that_fights_in_the_mods
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", read(&log));
     assert!(text.contains("fought in the dungeon") && text.contains("content downloaded"), "{text}");
-    // A second run finds the content in its cache.
+    // The stock bot holds the mod's media, decoded by the decoders a player's game runs.
+    assert!(text.contains("with 2 sprite(s) and 1 sound(s), decoded"), "{text}");
+    // A second run finds the content, media and all, in its cache.
     let out = run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("content from the cache"), "{text}");
+    assert!(text.contains("content from the cache with 2 sprite(s) and 1 sound(s)"), "{text}");
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let _ = server.wait();
     assert!(!read(&log).contains("panicked"));

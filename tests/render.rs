@@ -232,3 +232,69 @@ fn in_the_colour_blind_palette_every_bullet_reads_on_every_floor_and_shots_stand
         }
     }
 }
+
+/// A solid PNG of one colour (RGBA8), written by the game's own encoder.
+fn solid_png(path: &Path, w: u32, h: u32, rgba: [u8; 4]) {
+    let px: Vec<u8> = (0..w * h).flat_map(|_| rgba).collect();
+    write_png(path, (w, h), &px).unwrap();
+}
+
+#[test]
+fn preview_draws_a_mods_own_sprites_for_its_enemy_and_its_bullets() {
+    // An enemy drawn as a pure green square and bullets drawn as pure yellow bars: colours
+    // no shape or body of the game makes (bodies are shaded, bullets have white cores).
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("pics");
+    std::fs::create_dir_all(m.join("emitters")).unwrap();
+    std::fs::write(
+        m.join("mod.toml"),
+        "id = \"pics\"\nname = \"Pics\"\nversion = \"0.1.0\"\ngame_version = \">=0.1.0\"\n[dependencies]\nbase = \">=0.1\"\n",
+    )
+    .unwrap();
+    std::fs::write(m.join("bullets.toml"), "[bar]\nradius = 6.0\ncolor = \"#ff0000\"\nsprite = \"bar\"\n").unwrap();
+    std::fs::write(
+        m.join("enemies.toml"),
+        "[box]\nname = \"Box\"\nhp = 100000\nradius = 40.0\ncolor = \"#ff0000\"\nbehaviour = \"stationary\"\nsprite = \"box\"\nemitters = [\"slow\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("emitters/slow.lua"),
+        "while true do\n  ring{n = 12, speed = 1.5, kind = \"bar\", offset = 60}\n  wait(30)\nend\n",
+    )
+    .unwrap();
+    solid_png(&m.join("sprites/box.png"), 32, 32, [0, 255, 0, 255]);
+    solid_png(&m.join("sprites/bar.png"), 16, 8, [255, 255, 0, 255]);
+    let png = dir.path().join("p.png");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
+        .arg("preview")
+        .arg(&m)
+        .args(["--enemy", "box", "--ticks", "120", "--width", "640", "--height", "360", "--out"])
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (_, rgba) = read_png(&png).unwrap();
+    // The enemy's red glow (the bloom pass) tints the square: green stays far above the
+    // rest, and no blue.
+    let green_of =
+        |px: &[u8]| px.chunks_exact(4).filter(|p| p[1] > 200 && (p[0] as i32) < 150 && (p[2] as i32) < 40).count();
+    let green = green_of(&rgba);
+    let yellow = rgba.chunks_exact(4).filter(|p| p[0] > 220 && p[1] > 200 && p[2] < 40).count();
+    // The box is 80 px across in a 900 px arena drawn 340 px high: about 30 x 30 pixels.
+    assert!(green > 400, "the enemy's sprite is drawn ({green} green pixels)");
+    assert!(yellow > 40, "the bullets' sprite is drawn ({yellow} yellow pixels)");
+    // And neither colour is there without the mod's pictures (a body, a shape instead).
+    std::fs::write(m.join("bullets.toml"), "[bar]\nradius = 6.0\ncolor = \"#ff0000\"\n").unwrap();
+    let toml = std::fs::read_to_string(m.join("enemies.toml")).unwrap().replace("sprite = \"box\"\n", "");
+    std::fs::write(m.join("enemies.toml"), toml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
+        .arg("preview")
+        .arg(&m)
+        .args(["--enemy", "box", "--ticks", "120", "--width", "640", "--height", "360", "--out"])
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (_, rgba2) = read_png(&png).unwrap();
+    assert_eq!(green_of(&rgba2), 0, "no such green without the sprite");
+}
