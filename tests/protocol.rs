@@ -15,7 +15,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn protocol_version_is_pinned_by_these_fixtures() {
-    assert_eq!(PROTOCOL_VERSION, 11, "a new version: update the fixtures below and the history");
+    assert_eq!(PROTOCOL_VERSION, 12, "a new version: update the fixtures below and the history");
 }
 
 #[test]
@@ -566,6 +566,20 @@ fn fuzz_corpus_matches_the_encoders() {
         "base_content",
         hailfire::protocol::content::encode(&hailfire::sim::ClientDefs::from_defs(&base.defs)),
     );
+    // The same with a mod's media: a sprite used by the first bullet kind, and a sound.
+    let mut media = hailfire::sim::ClientDefs::from_defs(&base.defs);
+    let file = |p: &str| std::sync::Arc::new(std::fs::read(root.join("..").join("..").join(p)).unwrap());
+    media.sprites = vec![hailfire::sim::client_defs::MediaAsset {
+        name: "petal".into(),
+        bytes: file("mods/example_spiral/sprites/petal.png"),
+    }];
+    media.sounds = vec![hailfire::sim::client_defs::MediaAsset {
+        name: "tick".into(),
+        bytes: file("fuzz/corpus/media_sound/tiny.wav"),
+    }];
+    media.bullets[0].sprite = Some(0);
+    assert!(hailfire::sim::client_defs::validate(&media).is_ok());
+    w("content", "with_media", hailfire::protocol::content::encode(&media));
     let a = spawn();
     let b = BulletSpawn { uid: 1001, angle: 210.0, ..a }.quantized();
     w(
@@ -619,7 +633,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 18, "every seed written above was checked");
+    assert_eq!(seeds, 19, "every seed written above was checked");
 }
 
 #[test]
@@ -749,8 +763,8 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
     assert!(validate(&bad).unwrap_err().contains("theme: speed"));
     // An unknown backdrop number does not decode.
     let mut bytes = encode(&defs);
-    // Backwards from the end: the ships, the music (f32, 3 x u8, u32), the wall, speed,
-    // scale, two colours, the backdrop.
+    // Backwards from the end: the ships and media, the music (f32, 3 x u8, u32), the wall,
+    // speed, scale, two colours, the backdrop.
     let hub_theme_at = bytes.len() - 1 - encode_ships_len(&defs) - 11 - 1 - 4 - 4 - 3 - 3 - 1;
     assert_eq!(bytes[hub_theme_at], hailfire::sim::defs::Backdrop::Runes.code());
     bytes[hub_theme_at] = 9;
@@ -783,9 +797,11 @@ fn themes_travel_in_the_content_and_a_hostile_one_is_refused() {
     assert!(decode(&bytes).is_err(), "an unknown wall");
 }
 
-/// Bytes the ships take at the end of the content (after the hub's theme).
+/// Bytes after the hub's theme: the ships, then the media (three empty lists: sprites,
+/// sounds and sprite uses, as the base game has none).
 fn encode_ships_len(d: &hailfire::sim::ClientDefs) -> usize {
-    let mut n = 1; // the count (under 128)
+    assert!(d.sprites.is_empty() && d.sounds.is_empty());
+    let mut n = 1 + 3; // the count (under 128), the media
     for s in &d.ships {
         n += 1 + s.id.len() + 1 + s.name.len() + 1 + 3 + 6; // ..., stars, colour, body
     }

@@ -365,7 +365,17 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
         });
     }
     // What clients will receive must pass the very validator they run on it.
-    let client_refusal = crate::sim::client_defs::validate(&crate::sim::ClientDefs::from_defs(&defs)).err();
+    let looks = crate::sim::ClientDefs::from_defs(&defs);
+    let client_refusal = crate::sim::client_defs::validate(&looks).err().or_else(|| {
+        // The whole of it, mods' media included, must also fit what a client accepts.
+        let n = crate::protocol::content::encode(&looks).len();
+        (n > crate::protocol::content::MAX_CONTENT_BYTES).then(|| {
+            format!(
+                "it is {n} bytes with every mod's sprites and sounds; players accept at most {} (use fewer or smaller media files)",
+                crate::protocol::content::MAX_CONTENT_BYTES
+            )
+        })
+    });
     if let Some(e) = &client_refusal {
         diags.push(Diagnostic::error(None, None, format!("players' games would refuse this content: {e}")));
     }

@@ -52,7 +52,7 @@ pub use wire::DecodeError;
 ///   an attack), event 15 "hint" (a script's words for the players); the roster carries
 ///   each player's ship; content format 4 (bodies of enemies, bosses and ships, a dungeon's
 ///   difficulty, a place's walls and music).
-pub const PROTOCOL_VERSION: u16 = 11;
+pub const PROTOCOL_VERSION: u16 = 12;
 
 /// How a `Notice` of a fight the server stopped begins: the run summary shows it.
 pub const STOPPED_NOTICE: &str = "The fight was stopped: ";
