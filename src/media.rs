@@ -296,7 +296,7 @@ mod tests {
         }
         assert_eq!(&r[2][2..], &[512, 512]);
         // Sixteen of the largest fill it three to a shelf (with gutters): not all 16 fit.
-        assert!(atlas_layout(&vec![(512, 512); 9]).is_ok());
-        assert!(atlas_layout(&vec![(512, 512); 16]).unwrap_err().contains("do not all fit"));
+        assert!(atlas_layout(&[(512, 512); 9]).is_ok());
+        assert!(atlas_layout(&[(512, 512); 16]).unwrap_err().contains("do not all fit"));
     }
 }

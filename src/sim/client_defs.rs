@@ -427,36 +427,6 @@ pub fn validate(d: &ClientDefs) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod live_tests {
-    use super::*;
-
-    #[test]
-    fn looks_may_change_live_and_what_a_running_game_relies_on_may_not() {
-        let c = crate::content::load(&[crate::content::ModRoot::Mod(crate::content::content_dir())]);
-        let old = ClientDefs::from_defs(&c.defs);
-        let mut new = old.clone();
-        new.enemies[0].color = [1, 2, 3];
-        new.enemies[0].name = "Renamed".into();
-        new.bullets[0].color = [9, 9, 9];
-        new.dungeons[0].theme.base = "#ff0000".into();
-        new.bosses[0].phases[0] = "Another name".into();
-        assert_eq!(old.live_compatible(&new), Ok(()));
-        let mut bigger = old.clone();
-        bigger.bullets[1].radius += 1.0;
-        assert!(old.live_compatible(&bigger).unwrap_err().contains("changed size"));
-        let mut fewer = old.clone();
-        fewer.enemies.pop();
-        assert!(old.live_compatible(&fewer).unwrap_err().contains("enemies were added or removed"));
-        let mut moved = old.clone();
-        moved.dungeons[0].arena[0] += 10.0;
-        assert!(old.live_compatible(&moved).unwrap_err().contains("arena"));
-        let mut phases = old.clone();
-        phases.bosses[0].phases.push("Extra".into());
-        assert!(old.live_compatible(&phases).unwrap_err().contains("phases"));
-    }
-}
-
 /// Sprites and sounds: names, counts, sizes, each file decoding with the game's own
 /// decoders, the sprites fitting the atlas, and every look's sprite index in range.
 fn validate_media(d: &ClientDefs) -> Result<(), String> {
@@ -499,4 +469,34 @@ fn validate_media(d: &ClientDefs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    #[test]
+    fn looks_may_change_live_and_what_a_running_game_relies_on_may_not() {
+        let c = crate::content::load(&[crate::content::ModRoot::Mod(crate::content::content_dir())]);
+        let old = ClientDefs::from_defs(&c.defs);
+        let mut new = old.clone();
+        new.enemies[0].color = [1, 2, 3];
+        new.enemies[0].name = "Renamed".into();
+        new.bullets[0].color = [9, 9, 9];
+        new.dungeons[0].theme.base = "#ff0000".into();
+        new.bosses[0].phases[0] = "Another name".into();
+        assert_eq!(old.live_compatible(&new), Ok(()));
+        let mut bigger = old.clone();
+        bigger.bullets[1].radius += 1.0;
+        assert!(old.live_compatible(&bigger).unwrap_err().contains("changed size"));
+        let mut fewer = old.clone();
+        fewer.enemies.pop();
+        assert!(old.live_compatible(&fewer).unwrap_err().contains("enemies were added or removed"));
+        let mut moved = old.clone();
+        moved.dungeons[0].arena[0] += 10.0;
+        assert!(old.live_compatible(&moved).unwrap_err().contains("arena"));
+        let mut phases = old.clone();
+        phases.bosses[0].phases.push("Extra".into());
+        assert!(old.live_compatible(&phases).unwrap_err().contains("phases"));
+    }
 }

@@ -320,6 +320,34 @@ fn traceback_position(tb: &str) -> Option<String> {
     })
 }
 
+/// The mod line a coroutine stopped on (`mod/emitters/x.lua:12`): its innermost frame in
+/// a mod's file. For a coroutine that ended in a memory error, whose stack Lua keeps (and
+/// mlua leaves alone: no handler runs for memory errors).
+fn errored_at(thread: &mlua::Thread) -> Option<String> {
+    use mlua::ffi;
+    let l = thread.state();
+    // SAFETY: `l` is this runtime's coroutine, alive while `thread` is, and not running
+    // (its resume has returned). lua_getstack and lua_getinfo with "Sl" only read its
+    // frames (they push nothing and allocate nothing).
+    unsafe {
+        let mut ar: ffi::lua_Debug = std::mem::zeroed();
+        for level in 0..16 {
+            if ffi::lua_getstack(l, level, &mut ar) == 0 {
+                break;
+            }
+            if ffi::lua_getinfo(l, c"Sl".as_ptr(), &mut ar) == 0 || ar.currentline <= 0 || ar.source.is_null() {
+                continue;
+            }
+            if *ar.source != b'@' as std::ffi::c_char {
+                continue;
+            }
+            let src = std::ffi::CStr::from_ptr(ar.short_src.as_ptr()).to_string_lossy();
+            return Some(format!("{src}:{}", ar.currentline));
+        }
+    }
+    None
+}
+
 fn describe_full(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, traceback } => {
@@ -632,9 +660,17 @@ impl Scripting for LuaRuntime {
                     t.dead = true;
                     let mut msg = describe(&e);
                     if matches!(e, mlua::Error::MemoryError(_)) {
-                        if let Ok(Some(c)) = lua.try_app_data_ref::<Ctx>() {
-                            if !c.last_pos.is_empty() {
-                                msg = format!("{}: {msg} (near here)", c.last_pos);
+                        // Lua gives a memory error no position; the task's stack still
+                        // says where it was (kept after a memory error), else the last
+                        // line the instruction hook saw.
+                        match errored_at(&t.thread) {
+                            Some(at) => msg = format!("{at}: {msg}"),
+                            None => {
+                                if let Ok(Some(c)) = lua.try_app_data_ref::<Ctx>() {
+                                    if !c.last_pos.is_empty() {
+                                        msg = format!("{}: {msg} (near here)", c.last_pos);
+                                    }
+                                }
                             }
                         }
                     }
@@ -710,7 +746,7 @@ mod tests {
 
     #[test]
     fn the_runtime_installs_exactly_the_described_api_and_the_stubs_cover_it() {
-        let names = Arc::new(Names { kinds: HashMap::new(), enemies: BTreeSet::new() });
+        let names = Arc::new(Names { kinds: HashMap::new(), enemies: BTreeSet::new(), sounds: BTreeSet::new() });
         let lua = LuaRuntime::make_state(names, 1).unwrap();
         let mut installed = BTreeSet::new();
         for pair in lua.globals().pairs::<String, Value>() {
