@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 cp -r fuzz/corpus "$work/corpus"
 cd fuzz
 cargo +nightly fuzz build -O
-for t in client_msg server_msg content secure_datagram mod_files enet_guard worker_frames media_png media_sound; do
+for t in client_msg server_msg content secure_datagram mod_files enet_guard worker_frames media_png media_sound replay; do
   mkdir -p "$work/corpus/$t"
   echo "fuzz: $t for ${secs}s"
   if ! cargo +nightly fuzz run -O "$t" "$work/corpus/$t" -- -max_total_time="$secs" -max_len=8192 \

@@ -84,7 +84,9 @@ pub fn log_dir() -> Option<PathBuf> {
 /// Starts logging. With `file`, also appends to `<data dir>/logs/<file>.log` and prints
 /// where (`HAILFIRE_LOG_FILE` overrides the path).
 pub fn init(file: Option<&str>) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The media decoders' own notes ("selected vorbis mapper ...") are not the game's.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,symphonia_core=warn,symphonia_format_ogg=warn,symphonia_codec_vorbis=warn,symphonia_format_riff=warn,symphonia_codec_pcm=warn"));
     let path = file.and_then(|f| match std::env::var("HAILFIRE_LOG_FILE") {
         Ok(p) => Some(PathBuf::from(p)),
         Err(_) => log_dir().map(|d| d.join(format!("{f}.log"))),

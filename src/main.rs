@@ -195,6 +195,29 @@ enum Command {
         /// The server's admin password ($HAILFIRE_ADMIN_PASSWORD also works).
         #[arg(long, env = "HAILFIRE_ADMIN_PASSWORD", hide_env_values = true)]
         admin_password: Option<String>,
+        /// Record what the bot receives into this replay file (with --count N, one file a
+        /// bot: NAME-1.hfr, ...); play it with `hailfire replay FILE`.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+    },
+    /// Play a recorded session (`--record`): in a window with pause, seek, speed and a free
+    /// camera; or check it (`--check`: re-simulate it and compare every keyframe's bullets);
+    /// or render one frame offscreen (`--at SECONDS --out FRAME.png`).
+    Replay {
+        file: PathBuf,
+        /// Re-simulate the whole replay and verify every bullet at every keyframe against
+        /// what was recorded; exits non-zero at the first difference.
+        #[arg(long)]
+        check: bool,
+        /// With --out: the moment to render, seconds from the start.
+        #[arg(long, requires = "out")]
+        at: Option<f64>,
+        #[arg(long, requires = "at")]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        #[arg(long, default_value_t = 720)]
+        height: u32,
     },
     /// Run one boss (or enemy) of a mod in its arena against dummy players and write the
     /// last frame to a PNG, offscreen (no window needed). Exits non-zero, with the errors
@@ -453,6 +476,7 @@ fn main() -> ExitCode {
             admin,
             admin_password,
             spectate,
+            record,
         }) => {
             hailfire::logging::init(None);
             let security = hailfire::net::secure::ClientSecurity {
@@ -471,7 +495,21 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            bot(join, count, seconds, plan, dungeon, name, leave_after, link, no_cache, security, admin, spectate)
+            bot(
+                join,
+                count,
+                seconds,
+                plan,
+                dungeon,
+                name,
+                leave_after,
+                link,
+                no_cache,
+                security,
+                admin,
+                spectate,
+                record,
+            )
         }
         Some(Command::Mods { action: ModsAction::Check { paths, ticks, verbose } }) => {
             mods_check(&paths, ticks, verbose)
@@ -661,6 +699,14 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
+        Some(Command::Replay { file, check, at, out, width, height }) => replay(
+            &file,
+            check,
+            at.zip(out),
+            (width, height),
+            cli.capture_after.zip(cli.capture.clone()),
+            cli.quit_after,
+        ),
         Some(Command::Servers { lan, local, ports, query, wait_ms }) => servers(lan, local, ports, query, wait_ms),
         Some(Command::Soak { bots, bad, churn, minutes, every, dungeon, csv }) => {
             if std::env::var_os("RUST_LOG").is_none() {
@@ -763,6 +809,7 @@ fn bot(
     security: hailfire::net::secure::ClientSecurity,
     admin: Option<(String, Vec<String>)>,
     spectate: Option<String>,
+    record: Option<PathBuf>,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
     let join = match hailfire::net::resolve(&join) {
@@ -813,6 +860,7 @@ fn bot(
         security,
         admin,
         spectate,
+        record,
     };
     let reports = hailfire::client::bot::run(&opts);
     let mut ok = reports.len() == count;
@@ -1074,5 +1122,97 @@ fn render_music(id: &str, seconds: f32, phase: u8, out: &std::path::Path) -> Exi
             eprintln!("hailfire render: {}: {e}", out.display());
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `hailfire replay`: check, render a frame, or watch.
+fn replay(
+    file: &std::path::Path,
+    check: bool,
+    frame: Option<(f64, PathBuf)>,
+    size: (u32, u32),
+    capture: Option<(f64, PathBuf)>,
+    quit_after: Option<f64>,
+) -> ExitCode {
+    use hailfire::client::replay::{Player, Replay};
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("hailfire replay: cannot read {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let replay = match Replay::decode(&bytes) {
+        Ok(r) => std::sync::Arc::new(r),
+        Err(e) => {
+            eprintln!("hailfire replay: {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "{}: {:.1} s recorded by {}{}, {} keyframes, content {}",
+        file.display(),
+        replay.seconds(),
+        replay.name,
+        if replay.spectator { " (watching)" } else { "" },
+        replay.keyframes.len(),
+        replay.content.digest.short()
+    );
+    if check {
+        let t = std::time::Instant::now();
+        return match Player::new(replay.clone()).check() {
+            Ok((n, bullets)) => {
+                println!(
+                    "check: the re-simulation matches the recording bit for bit at all {n} keyframes ({bullets} bullets at the last), in {:.2} s",
+                    t.elapsed().as_secs_f64()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("check: FAILED: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    #[cfg(feature = "desktop")]
+    {
+        if let Some((at, out)) = frame {
+            let gpu = match hailfire::app::render::Gpu::headless() {
+                Ok(g) => g,
+                Err(e) => {
+                    eprintln!("hailfire replay: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            return match hailfire::app::replay_window::render_at(&gpu, replay, at, size)
+                .and_then(|(rgba, what)| hailfire::app::render::write_png(&out, size, &rgba).map(|()| what))
+            {
+                Ok(what) => {
+                    println!("wrote {} ({}x{}) at {at:.1} s: {what}", out.display(), size.0, size.1);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hailfire replay: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        let title = file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let opts = hailfire::app::replay_window::ReplayWindowOptions { capture, quit_after };
+        match hailfire::app::replay_window::run(replay, title, opts) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hailfire replay: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+    #[cfg(not(feature = "desktop"))]
+    {
+        let _ = (frame, size, capture, quit_after);
+        eprintln!(
+            "hailfire replay: this is the server build: only --check works here (the desktop build draws replays)"
+        );
+        ExitCode::from(2)
     }
 }

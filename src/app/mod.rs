@@ -10,6 +10,7 @@ pub mod preview;
 pub mod preview_window;
 pub mod profile;
 pub mod render;
+pub mod replay_window;
 pub mod scenes;
 pub mod session;
 pub mod settings;

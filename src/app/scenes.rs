@@ -224,7 +224,7 @@ thread_local! {
 }
 
 /// An egui context at the scene's interface size.
-fn ui_context() -> egui::Context {
+pub fn ui_context() -> egui::Context {
     let ctx = egui::Context::default();
     crate::app::ui::style::apply(&ctx);
     ctx.set_zoom_factor(ZOOM.with(|z| z.get()));

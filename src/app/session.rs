@@ -16,8 +16,8 @@ use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD, F_DOWNED, F_O
 use crate::server::listen::ListenServer;
 use crate::sim::{Vec2, PLAYER_MAX_HP, RESPAWN_LOCKOUT_TICKS, TICK_RATE};
 
-pub struct Session {
-    pub client: Client<Box<dyn Transport>>,
+pub struct Session<T: Transport = Box<dyn Transport>> {
+    pub client: Client<T>,
     pub server: Option<ListenServer>,
     /// "Friends join at …" when hosting.
     pub host_info: Option<String>,
@@ -133,8 +133,8 @@ pub fn lan_ip() -> Option<std::net::IpAddr> {
     s.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())
 }
 
-impl Session {
-    pub fn new(client: Client<Box<dyn Transport>>, server: Option<ListenServer>) -> Session {
+impl<T: Transport> Session<T> {
+    pub fn new(client: Client<T>, server: Option<ListenServer>) -> Session<T> {
         let host_info = server.as_ref().map(|s| {
             let port = s.addr.port();
             let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
@@ -198,70 +198,6 @@ impl Session {
             own_hp: None,
             damage: Vec::new(),
         }
-    }
-
-    pub fn host(content: &Content, settings: &crate::app::settings::Settings) -> anyhow::Result<Session> {
-        let (name, address, port) = (&settings.name, &settings.host_address, settings.host_port);
-        let ip: std::net::IpAddr = address
-            .parse()
-            .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
-        let watch = settings.watch_mods.then(|| settings.mod_choice());
-        // Friends see this name in their Join menu's LAN list and when they join.
-        let config = crate::server::ServerConfig {
-            name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),
-            // The host's bans (Kick/Ban in the in-game menu) last across games.
-            ban_list: crate::crash::data_dir().map(|d| d.join("host_bans.toml")),
-            ..Default::default()
-        };
-        let server = match ListenServer::start_watching(
-            content.clone(),
-            SocketAddr::new(ip, port),
-            config.clone(),
-            watch.clone(),
-        ) {
-            Ok(s) => s,
-            // The port is taken (another game?): take any free one and say which.
-            Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), config, watch)?,
-        };
-        // The host's client holds the very content the server runs: nothing to transfer.
-        let installed = Some(ClientContent::of(content));
-        let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, installed);
-        let mut s = Session::new(client, Some(server));
-        let got = s.server.as_ref().map_or(port, |l| l.addr.port());
-        if got != port {
-            // Said where the host looks (the hub, for as long as it is hosting).
-            if let Some(l) = s.join_line.as_mut() {
-                l.push_str(&format!(" (port {port} was taken, another game?)"));
-            }
-        }
-        Ok(s)
-    }
-
-    /// Joins a friend: offers the content installed here; if the server's differs, it is
-    /// taken from the cache or downloaded, and played for this session only.
-    pub fn join(
-        content: &Content,
-        name: &str,
-        addr: &str,
-        password: Option<String>,
-        accept_key: Option<[u8; 32]>,
-    ) -> anyhow::Result<Session> {
-        let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
-        let security = crate::net::secure::ClientSecurity {
-            known: crate::net::secure::KnownServers::default_path()
-                .map(|path| crate::net::secure::KnownServers { path }),
-            accept_new_key: false,
-            accept_key,
-            password: password.filter(|p| !p.is_empty()),
-            pin_as: Some(addr.to_string()),
-        };
-        let net = crate::net::EnetTransport::connect_secure(sa, security)?;
-        let installed = content.base_loaded().then(|| ClientContent::of(content));
-        let cache = ContentCache::default_dir().map(ContentCache::new);
-        let net: Box<dyn Transport> = Box::new(net);
-        let mut s = Session::new(Client::new(net, name, installed).with_cache(cache), None);
-        s.addr = Some(addr.to_string());
-        Ok(s)
     }
 
     /// Adds `n` sparks at `at` (the oldest go past [`MAX_SPARKS`]).
@@ -948,5 +884,72 @@ impl Session {
         if let Some(mut s) = self.server.take() {
             s.stop();
         }
+    }
+}
+
+/// Sessions over the network (or the in-process pipe to this game's own server).
+impl Session {
+    pub fn host(content: &Content, settings: &crate::app::settings::Settings) -> anyhow::Result<Session> {
+        let (name, address, port) = (&settings.name, &settings.host_address, settings.host_port);
+        let ip: std::net::IpAddr = address
+            .parse()
+            .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
+        let watch = settings.watch_mods.then(|| settings.mod_choice());
+        // Friends see this name in their Join menu's LAN list and when they join.
+        let config = crate::server::ServerConfig {
+            name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),
+            // The host's bans (Kick/Ban in the in-game menu) last across games.
+            ban_list: crate::crash::data_dir().map(|d| d.join("host_bans.toml")),
+            ..Default::default()
+        };
+        let server = match ListenServer::start_watching(
+            content.clone(),
+            SocketAddr::new(ip, port),
+            config.clone(),
+            watch.clone(),
+        ) {
+            Ok(s) => s,
+            // The port is taken (another game?): take any free one and say which.
+            Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), config, watch)?,
+        };
+        // The host's client holds the very content the server runs: nothing to transfer.
+        let installed = Some(ClientContent::of(content));
+        let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, installed);
+        let mut s = Session::new(client, Some(server));
+        let got = s.server.as_ref().map_or(port, |l| l.addr.port());
+        if got != port {
+            // Said where the host looks (the hub, for as long as it is hosting).
+            if let Some(l) = s.join_line.as_mut() {
+                l.push_str(&format!(" (port {port} was taken, another game?)"));
+            }
+        }
+        Ok(s)
+    }
+
+    /// Joins a friend: offers the content installed here; if the server's differs, it is
+    /// taken from the cache or downloaded, and played for this session only.
+    pub fn join(
+        content: &Content,
+        name: &str,
+        addr: &str,
+        password: Option<String>,
+        accept_key: Option<[u8; 32]>,
+    ) -> anyhow::Result<Session> {
+        let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
+        let security = crate::net::secure::ClientSecurity {
+            known: crate::net::secure::KnownServers::default_path()
+                .map(|path| crate::net::secure::KnownServers { path }),
+            accept_new_key: false,
+            accept_key,
+            password: password.filter(|p| !p.is_empty()),
+            pin_as: Some(addr.to_string()),
+        };
+        let net = crate::net::EnetTransport::connect_secure(sa, security)?;
+        let installed = content.base_loaded().then(|| ClientContent::of(content));
+        let cache = ContentCache::default_dir().map(ContentCache::new);
+        let net: Box<dyn Transport> = Box::new(net);
+        let mut s = Session::new(Client::new(net, name, installed).with_cache(cache), None);
+        s.addr = Some(addr.to_string());
+        Ok(s)
     }
 }

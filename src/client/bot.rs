@@ -253,6 +253,18 @@ pub struct BotOptions {
     pub admin: Option<(String, Vec<String>)>,
     /// Join as spectators of this player instead of playing (no body, no input).
     pub spectate: Option<String>,
+    /// Record each bot's session into this replay file (NAME-1.hfr, ... for several).
+    pub record: Option<std::path::PathBuf>,
+}
+
+/// Where bot `i` of `count` records, given `--record FILE`.
+fn record_path(file: &std::path::Path, i: usize, count: usize) -> std::path::PathBuf {
+    if count == 1 {
+        return file.to_path_buf();
+    }
+    let stem = file.file_stem().map_or("replay".into(), |s| s.to_string_lossy().into_owned());
+    let ext = file.extension().map_or("hfr".into(), |e| e.to_string_lossy().into_owned());
+    file.with_file_name(format!("{stem}-{}.{ext}", i + 1))
 }
 
 /// One bot's outcome.
@@ -308,6 +320,10 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             None => Client::new(net, &name, opts.installed.clone()),
         }
         .with_cache(opts.cache.clone());
+        let mut client = client;
+        if opts.record.is_some() {
+            client.record();
+        }
         bots.push((client, Brain::new(opts.plan, &opts.dungeon, 1000 + i as u64)));
     }
     let start = Instant::now();
@@ -382,6 +398,34 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     for (i, (c, _)) in bots.iter_mut().enumerate() {
         if !left[i] && c.is_joined() {
             c.disconnect();
+        }
+    }
+    if let Some(file) = &opts.record {
+        let n = bots.len();
+        for (i, (c, _)) in bots.iter_mut().enumerate() {
+            let path = record_path(file, i, n);
+            match c.recording() {
+                Some(r) => {
+                    let bytes = r.encode();
+                    match std::fs::write(&path, &bytes) {
+                        Ok(()) => println!(
+                            "bot {}: recorded {:.1} s into {} ({} bytes, {} keyframes{})",
+                            c.name,
+                            r.seconds(),
+                            path.display(),
+                            bytes.len(),
+                            r.keyframes.len(),
+                            if c.recorder.as_ref().is_some_and(|r| r.full) {
+                                "; stopped at the size limit"
+                            } else {
+                                ""
+                            }
+                        ),
+                        Err(e) => println!("bot {}: could not write the recording {}: {e}", c.name, path.display()),
+                    }
+                }
+                None => println!("bot {}: nothing recorded (it never joined)", c.name),
+            }
         }
     }
     bots.iter_mut()

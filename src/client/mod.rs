@@ -22,6 +22,7 @@
 //! snapshot loss the client measures and with frames the server reports missing.
 
 pub mod bot;
+pub mod replay;
 pub mod replica;
 
 use std::collections::VecDeque;
@@ -203,6 +204,7 @@ impl ClientStats {
 }
 
 /// Everything the client knows about the instance it is in.
+#[derive(Clone)]
 pub struct View {
     pub instance: u32,
     /// Dungeon id, "" for the hub.
@@ -227,7 +229,7 @@ impl View {
 }
 
 /// A content download in progress.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Download {
     pub digest: ContentDigest,
     pub raw_len: usize,
@@ -257,6 +259,7 @@ impl Download {
     }
 }
 
+#[derive(Clone)]
 pub struct Client<T: Transport> {
     pub net: T,
     pub phase: Phase,
@@ -338,6 +341,9 @@ pub struct Client<T: Transport> {
     pub records: Vec<crate::protocol::messages::ServerRecord>,
     inbox: Vec<NetEvent>,
     transport_connected: bool,
+    /// Recording this session (`--record`): everything received, tick by tick, from the
+    /// server's Welcome on (see [`replay`]).
+    pub recorder: Option<replay::Recorder>,
 }
 
 /// Shown when a server never answers.
@@ -404,6 +410,7 @@ impl<T: Transport> Client<T> {
             events: Vec::new(),
             inbox: Vec::new(),
             transport_connected: false,
+            recorder: None,
         }
     }
 
@@ -584,6 +591,30 @@ impl<T: Transport> Client<T> {
 
     /// One client tick (60 Hz): network in, then this tick's input out and predicted.
     pub fn update(&mut self, now_ms: f64, input: InputSample) {
+        if let Some(r) = self.recorder.as_mut() {
+            r.begin(now_ms, input);
+        }
+        self.update_inner(now_ms, input);
+        if let Some(r) = self.recorder.as_mut() {
+            r.end(self.view.as_ref().map(|v| &v.replica));
+        }
+    }
+
+    /// Records what this client receives, from the server's Welcome on: call it before
+    /// the client joins (a recording must start at the Welcome to play back).
+    pub fn record(&mut self) {
+        self.recorder = Some(replay::Recorder::new(self.watch.is_some()));
+    }
+
+    /// The recording so far (None: not recording, or nothing joined yet).
+    pub fn recording(&mut self) -> Option<replay::Replay> {
+        let content = self.content.clone()?;
+        let name = self.name.clone();
+        let r = self.recorder.as_mut().filter(|r| r.started)?;
+        Some(r.finish(&content, &name))
+    }
+
+    fn update_inner(&mut self, now_ms: f64, input: InputSample) {
         let started = *self.started_ms.get_or_insert(now_ms);
         self.now_ms = now_ms;
         self.pump();
@@ -764,6 +795,17 @@ impl<T: Transport> Client<T> {
     pub fn pump(&mut self) {
         let mut inbox = std::mem::take(&mut self.inbox);
         self.net.poll(&mut inbox);
+        if let Some(r) = self.recorder.as_mut() {
+            r.rtt(self.net.stats(0).rtt_ms);
+            for ev in &inbox {
+                if let NetEvent::Packet { channel, data, .. } = ev {
+                    let welcome = data.first() == Some(&crate::protocol::messages::T_WELCOME)
+                        && self.phase == Phase::Connecting
+                        && self.player_id.is_none();
+                    r.packet(*channel, data, welcome);
+                }
+            }
+        }
         for ev in inbox.drain(..) {
             match ev {
                 NetEvent::Connected(_) => {

@@ -12,7 +12,7 @@ pub const MAX_AHEAD_TICKS: u32 = 600;
 /// The longest fast-forward: the longest life a bullet can have (3,600 ticks).
 pub const MAX_FAST_FORWARD: u32 = 3_600;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Replica {
     pub pool: BulletPool,
     /// The server tick the pool currently shows.
