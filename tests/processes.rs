@@ -169,6 +169,8 @@ fn two_dodging_bots_play_a_run_each_prints_the_summary_and_the_server_keeps_the_
     let bots = hf(d)
         .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dodge", "--dungeon", "hollow_grove"])
         .args(["--count", "2", "--seconds", "240"])
+        .arg("--record")
+        .arg(d.join("run.hfr"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -177,6 +179,31 @@ fn two_dodging_bots_play_a_run_each_prints_the_summary_and_the_server_keeps_the_
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(code, 0, "{out}");
+    // Each bot recorded its run against the real server; each replays bit for bit.
+    for k in 1..=2 {
+        let file = d.join(format!("run-{k}.hfr"));
+        assert!(out.contains(&format!("s into {} (", file.display())), "{out}");
+        let check = hf(d).arg("replay").arg(&file).arg("--check").output().unwrap();
+        let said = String::from_utf8_lossy(&check.stdout);
+        assert!(check.status.success(), "{said}{}", String::from_utf8_lossy(&check.stderr));
+        assert!(said.contains("matches the recording bit for bit at all"), "{said}");
+    }
+    // And one frame of it, offscreen, as the replay window shows it.
+    #[cfg(feature = "desktop")]
+    {
+        let png = d.join("f.png");
+        let shot = hf(d)
+            .args(["replay"])
+            .arg(d.join("run-1.hfr"))
+            .args(["--at", "30", "--width", "640", "--height", "360", "--out"])
+            .arg(&png)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&shot.stdout);
+        assert!(shot.status.success(), "{said}{}", String::from_utf8_lossy(&shot.stderr));
+        assert!(said.contains("hollow_grove"), "the frame at 30 s is in the Grove: {said}");
+        assert!(std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0) > 10_000, "a frame was written");
+    }
     for name in ["bot-1", "bot-2"] {
         let line = out
             .lines()
