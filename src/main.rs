@@ -67,6 +67,11 @@ struct Cli {
     /// Go straight into a server: HOST[:PORT].
     #[arg(long)]
     join: Option<String>,
+    /// Record the game's first session (host or join) into this replay file; play it with
+    /// `hailfire replay FILE`. (The setting "Record my sessions" keeps every session in
+    /// the data folder's replays/.)
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Player name (saved in settings).
     #[arg(long)]
     name: Option<String>,
@@ -734,6 +739,7 @@ fn main() -> ExitCode {
                 name: cli.name,
                 capture: cli.capture_after.zip(cli.capture),
                 quit_after: cli.quit_after,
+                record: cli.record,
             };
             match hailfire::app::run(opts) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -331,7 +331,9 @@ fn window_host_and_play_reaches_the_hub_shows_the_game_and_quits_cleanly() {
     let x = xvfb();
     let cfg = tempfile::tempdir().unwrap();
     config_with_port(cfg.path(), "Host", free_port());
-    let mut g = Game::start(&x, cfg.path(), &["--host"]);
+    // Recording the session as it goes (the host's own client, through the same path).
+    let rec = cfg.path().join("hosted.hfr");
+    let mut g = Game::start(&x, cfg.path(), &["--host", "--record", rec.to_str().unwrap()]);
     g.wait_for(&|l| l.contains("in the hub"), 60);
     std::thread::sleep(Duration::from_secs(2));
     let shot = cfg.path().join("screen.png");
@@ -380,6 +382,10 @@ fn window_host_and_play_reaches_the_hub_shows_the_game_and_quits_cleanly() {
         }
     }
     assert_eq!(g.wait_exit(10), Some(0), "a clean exit");
+    // The session was saved on the way out, and it replays.
+    let check = Command::new(env!("CARGO_BIN_EXE_hailfire")).arg("replay").arg(&rec).arg("--check").output().unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success() && said.contains("bit for bit"), "{said}{}", String::from_utf8_lossy(&check.stderr));
 }
 
 #[test]
@@ -487,6 +493,48 @@ fn window_preview_reloads_a_saved_pattern_and_draws_it() {
     let ((w, h), rgba) = hailfire::app::render::read_png(&shot).unwrap();
     let bright = rgba.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 450).count();
     assert!(bright > 1000, "the frame shows the fight and the panel ({bright} bright px of {w}x{h})");
+}
+
+#[test]
+fn window_replay_plays_a_recorded_fight() {
+    // Twenty seconds of a bot in the Keep, recorded in process, then played in a window.
+    let content = hailfire::content::Content::load_default();
+    let mut st = hailfire::stepper::Stepper::new(content, hailfire::server::ServerConfig::default());
+    st.add_client("pilot", hailfire::net::LinkProfile::CLEAN);
+    st.clients[0].record();
+    let mut brain = hailfire::client::bot::Brain::new(hailfire::client::bot::Plan::Dodge, "warden_keep", 5);
+    for _ in 0..20 * 60 {
+        st.step(|_, cl| brain.think(cl));
+    }
+    let cfg = tempfile::tempdir().unwrap();
+    let file = cfg.path().join("fight.hfr");
+    std::fs::write(&file, st.clients[0].recording().unwrap().encode()).unwrap();
+    let x = xvfb();
+    let shot = cfg.path().join("replay.png");
+    let mut g = Game::start(
+        &x,
+        cfg.path(),
+        &[
+            "--capture-after",
+            "4",
+            "--capture",
+            shot.to_str().unwrap(),
+            "--quit-after",
+            "5",
+            "replay",
+            file.to_str().unwrap(),
+        ],
+    );
+    let start = std::time::Instant::now();
+    while g.child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(40), "the replay window did not quit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(g.child.wait().unwrap().success());
+    // Four seconds in: the arena, the ship, bullets and the panel's text.
+    let ((w, h), rgba) = hailfire::app::render::read_png(&shot).unwrap();
+    let bright = rgba.chunks_exact(4).filter(|p| p[0] as u32 + p[1] as u32 + p[2] as u32 > 450).count();
+    assert!(bright > 500, "the frame shows the fight ({bright} bright px of {w}x{h})");
 }
 
 /// One menu frame with these gamepad buttons pressed, through the same translation the

@@ -242,17 +242,23 @@ impl ReplayApp {
             if self.paused { "   paused" } else { "" },
             if self.free.is_some() { "   free camera" } else { "" }
         );
-        let keys = "Space pause   . step   \u{2190} \u{2192} 5 s   Home start   [ ] speed   F free camera (WASD, wheel)   Q quit";
+        let keys =
+            "Space pause   . step   Left/Right 5 s   Home start   [ ] speed   F free camera (WASD, wheel)   Q quit";
         let raw = g.egui_state.take_egui_input(&g.window);
         let hud = drawn.map(|d| d.1);
         let full = self.egui.run_ui(raw, |ui| {
             if let Some(h) = &hud {
                 super::ui::hud::draw(ui.ctx(), h);
             }
-            egui::Area::new(egui::Id::unique("replay")).anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0]).show(
+            egui::Area::new(egui::Id::unique("replay")).anchor(egui::Align2::LEFT_TOP, [12.0, 10.0]).show(
                 ui.ctx(),
                 |ui| {
                     ui.label(egui::RichText::new(&line).strong());
+                },
+            );
+            egui::Area::new(egui::Id::unique("replay_keys")).anchor(egui::Align2::CENTER_BOTTOM, [0.0, -8.0]).show(
+                ui.ctx(),
+                |ui| {
                     ui.label(keys);
                 },
             );

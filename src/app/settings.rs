@@ -203,6 +203,8 @@ pub struct Settings {
     pub enabled_mods: Vec<String>,
     /// When hosting, reload mods whose files are saved (new fights use them).
     pub watch_mods: bool,
+    /// Record every session into the data folder's `replays/` (`hailfire replay FILE`).
+    pub record_sessions: bool,
 }
 
 impl Default for Settings {
@@ -229,6 +231,7 @@ impl Default for Settings {
             enemy_health_bars: true,
             show_net_overlay: false,
             watch_mods: false,
+            record_sessions: false,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "0.0.0.0".into(),
@@ -455,6 +458,7 @@ impl Settings {
                 self.host_port = d.host_port;
                 self.show_net_overlay = d.show_net_overlay;
                 self.watch_mods = d.watch_mods;
+                self.record_sessions = d.record_sessions;
             }
             Section::Accessibility => {
                 self.bullet_outline = d.bullet_outline;

@@ -30,6 +30,8 @@ pub struct AppOptions {
     pub capture: Option<(f64, PathBuf)>,
     /// Quit this many seconds after start (tests).
     pub quit_after: Option<f64>,
+    /// Record the first session into this replay file (`--record`).
+    pub record: Option<PathBuf>,
 }
 
 pub struct App {
@@ -219,6 +221,9 @@ impl App {
         match s {
             Ok(mut s) => {
                 s.remember = remember;
+                if self.opts.record.is_some() || self.settings.record_sessions {
+                    s.client.record();
+                }
                 self.session = Some(s);
                 self.menu.error = None;
             }
@@ -231,6 +236,26 @@ impl App {
         if let Some(mut s) = self.session.take() {
             addr = s.addr.clone();
             key = s.client.net.presented_key();
+            if let Some(r) = s.client.recording() {
+                // `--record FILE` takes the first session; the setting keeps each one.
+                let path = self.opts.record.take().or_else(|| {
+                    let stamp =
+                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    crate::crash::data_dir().map(|d| d.join("replays").join(format!("session-{stamp}.hfr")))
+                });
+                if let Some(path) = path {
+                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    match std::fs::write(&path, r.encode()) {
+                        Ok(()) => {
+                            println!("hailfire: replay of {:.0} s saved to {}", r.seconds(), path.display());
+                            tracing::info!(path = %path.display(), seconds = r.seconds(), "replay saved");
+                        }
+                        Err(e) => tracing::warn!(path = %path.display(), "could not save the replay: {e}"),
+                    }
+                }
+            }
             s.close();
         }
         self.input.synthetic_escape = false;

@@ -344,7 +344,7 @@ impl Recorder {
             return;
         }
         let index = self.frames.len() as u32;
-        if index % KEYFRAME_EVERY == 0 {
+        if index.is_multiple_of(KEYFRAME_EVERY) {
             self.keyframes.push(Keyframe::of(index, replica));
         }
     }

@@ -578,6 +578,7 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         ui.end_row();
                         changed |= switch_row(ui, "Network overlay (ping, loss, traffic)", &mut s.show_net_overlay);
                         changed |= switch_row(ui, "Reload saved mods while hosting", &mut s.watch_mods);
+                        changed |= switch_row(ui, "Record my sessions (replays folder)", &mut s.record_sessions);
                     }),
                     Section::Accessibility => grid.show(ui, |ui| {
                         ui.label("Outline around enemy bullets");
