@@ -514,6 +514,7 @@ fn fuzz_corpus_matches_the_encoders() {
         let ok = match dir {
             "client_msg" => ClientMsg::decode(&bytes).is_ok(),
             "content" => hailfire::protocol::content::decode(&bytes).is_ok(),
+            "replay" => hailfire::client::replay::Replay::decode(&bytes).is_ok(),
             _ => ServerMsg::decode(&bytes).is_ok(),
         };
         assert!(ok, "{} decodes", path.display());
@@ -580,6 +581,41 @@ fn fuzz_corpus_matches_the_encoders() {
     media.bullets[0].sprite = Some(0);
     assert!(hailfire::sim::client_defs::validate(&media).is_ok());
     w("content", "with_media", hailfire::protocol::content::encode(&media));
+    // A replay of two ticks: the Welcome, then a notice; one keyframe.
+    let tiny = hailfire::client::replay::Replay {
+        protocol: PROTOCOL_VERSION,
+        spectator: false,
+        name: "fuzz".into(),
+        started: 1_700_000_000,
+        content: hailfire::protocol::content::ClientContent::new(hailfire::sim::ClientDefs::from_defs(&base.defs)),
+        frames: vec![
+            hailfire::client::replay::Frame {
+                now_ms: 16.0,
+                rtt_ms: 40.0,
+                input: Default::default(),
+                packets: vec![(
+                    CH_CONTROL,
+                    ServerMsg::Welcome {
+                        version: PROTOCOL_VERSION,
+                        player_id: 1,
+                        tick: 60,
+                        tick_rate: 60,
+                        name: "s".into(),
+                        motd: String::new(),
+                    }
+                    .encode(),
+                )],
+            },
+            hailfire::client::replay::Frame {
+                now_ms: 32.5,
+                rtt_ms: 41.0,
+                input: Default::default(),
+                packets: vec![(CH_CONTROL, ServerMsg::Notice { text: "hi".into() }.encode())],
+            },
+        ],
+        keyframes: vec![hailfire::client::replay::Keyframe { frame: 0, tick: 0, bullets: 0, hash: [7; 32] }],
+    };
+    w("replay", "tiny", tiny.encode());
     let a = spawn();
     let b = BulletSpawn { uid: 1001, angle: 210.0, ..a }.quantized();
     w(
@@ -633,7 +669,7 @@ fn fuzz_corpus_matches_the_encoders() {
         "snapshot_delta",
         ServerMsg::Snapshot(SnapshotMsg::diff(Some(&snapshot()), &next, Some(1))).encode(),
     );
-    assert_eq!(seeds, 19, "every seed written above was checked");
+    assert_eq!(seeds, 20, "every seed written above was checked");
 }
 
 #[test]
