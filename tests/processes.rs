@@ -936,3 +936,41 @@ fn a_server_with_metrics_bind_serves_prometheus_metrics() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn the_console_records_a_players_fight_into_a_replay_that_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("server.log");
+    let port = free_port();
+    let mut console = Console::start(d, port, &log);
+    let pilot = hf(d)
+        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "dodge", "--name", "pilot", "--seconds", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &|s| s.contains("player joined"), 20);
+    let bad = console.type_line("record nobody", &|s| s.contains("no player"));
+    assert!(bad.contains("no player 'nobody' is connected"), "{bad}");
+    let typo = console.type_line("record pilot 2x", &|s| s.contains("not a length"));
+    assert!(typo.contains("like 60, 90s or 5m"), "{typo}");
+    let said = console.type_line("record pilot 12", &|s| s.contains("recording pilot"));
+    assert!(said.contains("for 12 s into") && said.contains("replays"), "{said}");
+    // The recorder follows the pilot as a spectator, then writes its file.
+    let written = wait_for(&log, &|s| s.contains("recorded pilot for"), 40);
+    let file = std::fs::read_dir(d.join("replays"))
+        .expect("the replays folder")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "hfr"))
+        .unwrap_or_else(|| panic!("a replay file: {written}"));
+    let check = hf(d).arg("replay").arg(&file).arg("--check").output().unwrap();
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{out}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(out.contains("recorded by recorder (watching)") && out.contains("bit for bit"), "{out}");
+    let (code, bot_out) = finish(pilot, 60);
+    assert_eq!(code, 0, "{bot_out}");
+    console.type_line("stop", &|s| s.contains("stopping"));
+    let _ = console.child.wait();
+}

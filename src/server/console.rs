@@ -48,6 +48,11 @@ pub enum Command {
     },
     /// Calls off a stop or restart that is counting down.
     StopCancel,
+    /// Records a player's view into a replay for `seconds`.
+    Record {
+        who: String,
+        seconds: u32,
+    },
 }
 
 /// The longest countdown `stop`/`restart` take, in seconds.
@@ -73,6 +78,8 @@ commands:
   restart [SECONDS] [message]   the same, then exit with status 75: the systemd unit
                                 starts the server again
   stop cancel                   call off a countdown
+  record NAME [SECONDS]         record what NAME sees (default 300 s, 5m works) into a
+                                replay in the data folder's replays/ (hailfire replay FILE)
 (a name with spaces goes in double quotes: kick \"Big Bob\" spamming)";
 
 /// Splits off the first word (or a double-quoted phrase).
@@ -120,6 +127,18 @@ impl Command {
             "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
             "say" => Command::Say { text: rest.trim().to_string() },
             "reload" => Command::Reload,
+            "record" => {
+                let who = need("record", "a player's name: record NAME [SECONDS]")?;
+                let (secs, _) = first_word(first_word(rest).1);
+                let seconds = if secs.is_empty() {
+                    super::recorder::DEFAULT_RECORD_S
+                } else {
+                    countdown_seconds(&secs).filter(|s| *s >= 1).ok_or_else(|| {
+                        format!("record: '{secs}' is not a length: write seconds or minutes, like 60, 90s or 5m (at most 60m)")
+                    })?
+                };
+                Command::Record { who, seconds: seconds.min(super::recorder::MAX_RECORD_S) }
+            }
             "stop" | "quit" | "exit" | "restart" if first_word(rest).0.eq_ignore_ascii_case("cancel") => {
                 Command::StopCancel
             }
@@ -180,6 +199,10 @@ pub struct Ops {
     /// What status queries are answered with: kept current here.
     board: Option<crate::net::secure::StatusBoard>,
     ticks: u64,
+    /// Where `record` connects and writes (the dedicated server only), and the
+    /// recordings running.
+    record_setup: Option<super::recorder::RecordSetup>,
+    pub recordings: super::recorder::Recordings,
 }
 
 /// Ticks kept for the tick-cost figures: one minute.
@@ -199,6 +222,8 @@ impl Ops {
             stdin: None,
             stop_requested: false,
             restart_requested: false,
+            record_setup: None,
+            recordings: Default::default(),
             countdown: None,
             metrics: None,
             board: None,
@@ -247,6 +272,12 @@ impl Ops {
     /// Keeps `board` (what LAN and status queries are answered with) current.
     pub fn with_board(mut self, board: crate::net::secure::StatusBoard) -> Ops {
         self.board = Some(board);
+        self
+    }
+
+    /// Lets `record` record players (the dedicated server).
+    pub fn with_recording(mut self, setup: super::recorder::RecordSetup) -> Ops {
+        self.record_setup = Some(setup);
         self
     }
 
@@ -503,6 +534,27 @@ impl Ops {
                 server.say(&countdown_text(what, secs, message.as_deref()));
                 self.countdown = Some((Instant::now() + Duration::from_secs(secs as u64), message, restart, marks));
                 vec![format!("the server {what} in {secs} s (players are told at {COUNTDOWN_MARKS:?} s; `stop cancel` calls it off)")]
+            }
+            Command::Record { who, seconds } => {
+                let Some(setup) = self.record_setup.clone() else {
+                    return vec!["this server cannot record (the dedicated server can)".into()];
+                };
+                let Some((_, player, name)) = server.find_player(&who) else {
+                    return vec![format!("no player '{who}' is connected (see `players`)")];
+                };
+                if server.watching() >= server.config.max_spectators {
+                    return vec![format!(
+                        "no spectator place is free (max_spectators = {}): a recording watches as a spectator",
+                        server.config.max_spectators
+                    )];
+                }
+                let path = setup.dir.join(super::recorder::file_name(&name));
+                info!(player, name = %name, seconds, path = %path.display(), "recording a player's view");
+                self.recordings.start(setup, name.clone(), seconds, path.clone());
+                vec![format!(
+                    "recording {name} (player {player}) for {seconds} s into {} (a spectator called \"recorder\" follows them; the log says when it is written)",
+                    path.display()
+                )]
             }
             Command::StopCancel => match self.countdown.take() {
                 Some(_) => {

@@ -324,12 +324,24 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
     }
     println!("type `help` for the console's commands");
     let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
+    if let Some(dir) = crate::crash::data_dir() {
+        ops = ops.with_recording(super::recorder::RecordSetup {
+            addr: super::recorder::local_addr_for(addr),
+            password: opts.password.clone(),
+            content: server.content.clone(),
+            dir: dir.join("replays"),
+        });
+    }
     if let Some(bind) = opts.metrics_bind {
         let (metrics, addr) = super::metrics::Metrics::serve(bind)?;
         info!(url = %format!("http://{addr}/metrics"), "serving Prometheus metrics");
         ops = ops.with_metrics(metrics);
     }
     run_loop(&mut server, &stop, opts.exit_after, Some(&mut reloader), &mut ops);
+    if ops.recordings.running() > 0 {
+        info!(recordings = ops.recordings.running(), "stopping: writing the recordings");
+    }
+    ops.recordings.finish();
     info!(players = server.connected_players(), tick = server.world.tick, "stopping: disconnecting everyone");
     server.shutdown();
     std::thread::sleep(Duration::from_millis(100));

@@ -9,6 +9,7 @@ pub mod dedicated;
 pub mod flood;
 pub mod listen;
 pub mod metrics;
+pub mod recorder;
 pub mod records;
 pub mod replicate;
 pub mod soak;
@@ -1127,7 +1128,7 @@ impl<T: Transport> Server<T> {
 
     /// A connected player by name (any case) or player id: peer, player id, name.
     /// A number is a player id first (a player may be named "3"); `#3` is only an id.
-    fn find_player(&self, who: &str) -> Option<(PeerId, PlayerId, String)> {
+    pub fn find_player(&self, who: &str) -> Option<(PeerId, PlayerId, String)> {
         let by_id = |id: PlayerId| {
             self.peers.iter().find_map(|(peer, p)| match p.state {
                 PeerState::Playing { player } if player == id => Some((*peer, player, p.name.clone())),
