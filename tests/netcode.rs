@@ -1620,3 +1620,34 @@ fn a_spectator_cannot_act_and_is_bounded() {
         bo.got
     );
 }
+
+/// The hub's Watch button: every player and spectator learns who plays where, when it
+/// changes, within a second; nobody is listed twice and spectators are not listed.
+#[test]
+fn players_learn_who_plays_where_for_the_watch_button() {
+    let mut st = Stepper::new(base(), ServerConfig::default());
+    st.add_client("Ann", LinkProfile::CLEAN);
+    st.add_client("Cy", LinkProfile::CLEAN);
+    st.run_until(120, |_, _| InputSample::default(), |st| st.clients.iter().all(|c| c.is_joined()));
+    let hub = |st: &Stepper| st.clients[1].people.clone();
+    let listed = st.run_until(
+        90,
+        |_, _| InputSample::default(),
+        |st| hub(st) == vec![("Ann".to_string(), String::new()), ("Cy".to_string(), String::new())],
+    );
+    assert!(listed, "both in the hub: {:?}", hub(&st));
+    let w = st.add_watcher("Bo", "ann");
+    let mut brain = Brain::new(Plan::Dungeon, "warden_keep", 3);
+    let mut idle = Brain::new(Plan::Hub, "", 4);
+    let moved = st.run_until(
+        60 * 30,
+        |i, c| if i == 0 { brain.think(c) } else { idle.think(c) },
+        |st| {
+            st.clients[1].people.contains(&("Ann".to_string(), "warden_keep".to_string()))
+                && st.clients[w].people.contains(&("Ann".to_string(), "warden_keep".to_string()))
+        },
+    );
+    assert!(moved, "Cy and the spectator see Ann in the Keep: {:?}", st.clients[1].people);
+    assert_eq!(st.clients[1].people.len(), 2, "the spectator is not a player: {:?}", st.clients[1].people);
+    assert!(st.clients[1].people.contains(&("Cy".to_string(), String::new())));
+}

@@ -32,6 +32,21 @@ fn golden_hello() {
 }
 
 #[test]
+fn golden_people_and_its_bounds() {
+    let m = ServerMsg::People(vec![("Ann".into(), String::new()), ("Bo".into(), "warden_keep".into())]);
+    assert_eq!(hex(&m.encode()), "17 02 03 41 6e 6e 00 02 42 6f 0b 77 61 72 64 65 6e 5f 6b 65 65 70");
+    assert_eq!(ServerMsg::decode(&m.encode()).unwrap(), m);
+    // A count past the limit, or past what the bytes hold, is refused.
+    assert!(ServerMsg::decode(&[0x17, 0x81, 0x02]).is_err(), "257 people");
+    assert!(ServerMsg::decode(&[0x17, 0x05, 0x00, 0x00]).is_err(), "5 people in 2 bytes");
+    // A name longer than a player's may be is refused.
+    let mut long = vec![0x17, 0x01, 25];
+    long.extend_from_slice(&[b'a'; 25]);
+    long.push(0);
+    assert!(ServerMsg::decode(&long).is_err());
+}
+
+#[test]
 fn golden_choose_ship() {
     let m = ClientMsg::ChooseShip { ship: 3 };
     assert_eq!(hex(&m.encode()), "06 03");

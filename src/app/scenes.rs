@@ -11,9 +11,9 @@ use crate::sim::bullets::{BulletPool, BulletSpawn, Team};
 use crate::sim::{InputFrame, Vec2, World};
 
 /// Fixed scenes; besides them, [`place_scenes`] (`hub`, `dungeon:ID`, `boss:ID:PHASE`).
-pub const SCENES: [&str; 13] = [
+pub const SCENES: [&str; 14] = [
     "bullets", "boss_hud", "death", "hit", "title", "settings", "summary", "downed", "focus", "flare", "ships",
-    "spectate", "stopped",
+    "spectate", "stopped", "watch",
 ];
 
 /// Every place scene of the loaded content: `hub`, `dungeon:ID` for each dungeon and
@@ -520,7 +520,9 @@ fn menu_scene(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -> any
 
 /// The in-game menu in the hub with the content's ships, as a player with 3 stars sees it:
 /// the Arrow flown, the Comet free to pick, the others locked with the stars they need.
-fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32)) -> anyhow::Result<Vec<u8>> {
+/// `watch`: the same menu on a friend's server, two friends fighting in dungeons, each
+/// with a Watch button.
+fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32), watch: bool) -> anyhow::Result<Vec<u8>> {
     use crate::app::ui::menu::{self, ShipChoice};
     let stars = 3;
     let ships: Vec<ShipChoice> = content
@@ -532,7 +534,16 @@ fn ships_scene(gpu: &Gpu, content: &Content, size: (u32, u32)) -> anyhow::Result
         .collect();
     let ctx = ui_context();
     let mut ui = egui_frame(&ctx, size, |ui| {
-        menu::game_menu(ui.ctx(), false, false, None, None, false, &ships);
+        let friends = if watch {
+            let name = |id: &str| content.defs.dungeons.get(id).map_or(id.to_string(), |d| d.name.clone());
+            menu::Friends {
+                elsewhere: vec![("Ann".into(), name("warden_keep")), ("Bo".into(), name("hollow_grove"))],
+                watching: None,
+            }
+        } else {
+            menu::Friends::default()
+        };
+        menu::game_menu(ui.ctx(), false, false, None, None, false, &ships, &friends);
     });
     let cam = Camera::fit(Vec2::new(960.0, 640.0), size, 0.0);
     let mut renderer = Renderer::new(&gpu.device, wgpu::TextureFormat::Rgba8UnormSrgb);
@@ -557,8 +568,8 @@ fn render_scene_at(gpu: &Gpu, content: &Content, name: &str, size: (u32, u32)) -
     if name == "title" || name == "settings" {
         return menu_scene(gpu, content, name, size);
     }
-    if name == "ships" {
-        return ships_scene(gpu, content, size);
+    if name == "ships" || name == "watch" {
+        return ships_scene(gpu, content, size, name == "watch");
     }
     let mut f = match name {
         "bullets" => bullet_field(content),

@@ -60,6 +60,9 @@ pub struct Session<T: Transport = Box<dyn Transport>> {
     pub addr: Option<String>,
     /// The address to add to the recent servers once the join has succeeded.
     pub remember: Option<String>,
+    /// The password the join used (kept in memory only), to join again when the player
+    /// starts or stops watching a friend.
+    pub password: Option<String>,
     /// When hosting, where friends join, shown in the hub ("friends join at IP:PORT"),
     /// with a note when the chosen port was taken.
     pub join_line: Option<String>,
@@ -183,6 +186,7 @@ impl<T: Transport> Session<T> {
                 .unwrap_or_default(),
             addr: None,
             remember: None,
+            password: None,
             last_roster: Vec::new(),
             palette: None,
             notices: Vec::new(),
@@ -514,6 +518,25 @@ impl<T: Transport> Session<T> {
 
     /// The content's ships as the menu offers them: unlocked by the stars this player has
     /// earned (every dungeon's together), `chosen` (an id) marked flown.
+    /// Who the in-game menu offers to watch: friends in dungeons on a server this game
+    /// joined (none when hosting), or the player being watched.
+    pub fn friends(&self) -> crate::app::ui::menu::Friends {
+        let watching = self.client.watch_target().map(str::to_string);
+        if self.server.is_some() || watching.is_some() {
+            return crate::app::ui::menu::Friends { elsewhere: Vec::new(), watching };
+        }
+        let defs = self.client.defs();
+        let me = &self.client.name;
+        let elsewhere = self
+            .client
+            .people
+            .iter()
+            .filter(|(name, place)| !place.is_empty() && name != me)
+            .map(|(name, place)| (name.clone(), defs.map_or_else(|| place.clone(), |d| d.place_name(place))))
+            .collect();
+        crate::app::ui::menu::Friends { elsewhere, watching: None }
+    }
+
     pub fn ship_choices(&self, chosen: &str) -> Vec<crate::app::ui::menu::ShipChoice> {
         let Some(defs) = self.client.defs() else { return Vec::new() };
         // The remembered pick if it is here and still earned, else the first free ship
@@ -832,7 +855,10 @@ impl<T: Transport> Session<T> {
             roster,
             net,
             portals,
-            banner: self.banner.as_ref().map(|(b, _)| b.clone()),
+            // Watching a friend: said at all times, with the way back.
+            banner: self.banner.as_ref().map(|(b, _)| b.clone()).or_else(|| {
+                c.watch_target().filter(|w| !w.is_empty()).map(|who| format!("Watching {who} (Esc: Stop watching)"))
+            }),
             hint,
             // A lesson shows for eight seconds (fading in its last), or until the next.
             lesson: self.lesson.as_ref().and_then(|(t, at)| {
@@ -935,21 +961,39 @@ impl Session {
         password: Option<String>,
         accept_key: Option<[u8; 32]>,
     ) -> anyhow::Result<Session> {
+        Self::join_watching(content, name, addr, password, accept_key, None)
+    }
+
+    /// [`Session::join`], as a spectator of the player called `watch` when given (no body,
+    /// no input: the camera follows them from place to place).
+    pub fn join_watching(
+        content: &Content,
+        name: &str,
+        addr: &str,
+        password: Option<String>,
+        accept_key: Option<[u8; 32]>,
+        watch: Option<&str>,
+    ) -> anyhow::Result<Session> {
         let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
         let security = crate::net::secure::ClientSecurity {
             known: crate::net::secure::KnownServers::default_path()
                 .map(|path| crate::net::secure::KnownServers { path }),
             accept_new_key: false,
             accept_key,
-            password: password.filter(|p| !p.is_empty()),
+            password: password.clone().filter(|p| !p.is_empty()),
             pin_as: Some(addr.to_string()),
         };
         let net = crate::net::EnetTransport::connect_secure(sa, security)?;
         let installed = content.base_loaded().then(|| ClientContent::of(content));
         let cache = ContentCache::default_dir().map(ContentCache::new);
         let net: Box<dyn Transport> = Box::new(net);
-        let mut s = Session::new(Client::new(net, name, installed).with_cache(cache), None);
+        let client = match watch {
+            Some(who) => Client::watching(net, name, installed, who),
+            None => Client::new(net, name, installed),
+        };
+        let mut s = Session::new(client.with_cache(cache), None);
         s.addr = Some(addr.to_string());
+        s.password = password;
         Ok(s)
     }
 }

@@ -231,31 +231,55 @@ impl App {
         }
     }
 
+    /// Writes the session's recording, if it was recording (`--record FILE` takes the
+    /// first session; the setting keeps each one in the data folder's replays/).
+    fn save_recording(&mut self, s: &mut Session) {
+        if let Some(r) = s.client.recording() {
+            // `--record FILE` takes the first session; the setting keeps each one.
+            let path = self.opts.record.take().or_else(|| {
+                let stamp =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                crate::crash::data_dir().map(|d| d.join("replays").join(format!("session-{stamp}.hfr")))
+            });
+            if let Some(path) = path {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                match std::fs::write(&path, r.encode()) {
+                    Ok(()) => {
+                        println!("hailfire: replay of {:.0} s saved to {}", r.seconds(), path.display());
+                        tracing::info!(path = %path.display(), seconds = r.seconds(), "replay saved");
+                    }
+                    Err(e) => tracing::warn!(path = %path.display(), "could not save the replay: {e}"),
+                }
+            }
+        }
+    }
+
+    /// Leaves the server and joins it again: as a spectator of `watch`, or as a player.
+    fn rejoin(&mut self, watch: Option<String>) {
+        let Some((addr, password)) = self.session.as_ref().and_then(|s| Some((s.addr.clone()?, s.password.clone())))
+        else {
+            return;
+        };
+        if let Some(mut s) = self.session.take() {
+            self.save_recording(&mut s);
+            // Through the menu's own path: the ship channels out as on "Disconnect".
+            s.close();
+        }
+        let s = Session::join_watching(&self.content, &self.settings.name, &addr, password, None, watch.as_deref());
+        self.start_session(s, None);
+        if let Some(s) = self.session.as_mut() {
+            s.menu_open = false;
+        }
+    }
+
     fn end_session(&mut self, why: Option<String>) {
         let (mut addr, mut key) = (None, None);
         if let Some(mut s) = self.session.take() {
             addr = s.addr.clone();
             key = s.client.net.presented_key();
-            if let Some(r) = s.client.recording() {
-                // `--record FILE` takes the first session; the setting keeps each one.
-                let path = self.opts.record.take().or_else(|| {
-                    let stamp =
-                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                    crate::crash::data_dir().map(|d| d.join("replays").join(format!("session-{stamp}.hfr")))
-                });
-                if let Some(path) = path {
-                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        let _ = std::fs::create_dir_all(dir);
-                    }
-                    match std::fs::write(&path, r.encode()) {
-                        Ok(()) => {
-                            println!("hailfire: replay of {:.0} s saved to {}", r.seconds(), path.display());
-                            tracing::info!(path = %path.display(), seconds = r.seconds(), "replay saved");
-                        }
-                        Err(e) => tracing::warn!(path = %path.display(), "could not save the replay: {e}"),
-                    }
-                }
-            }
+            self.save_recording(&mut s);
             s.close();
         }
         self.input.synthetic_escape = false;
@@ -626,6 +650,7 @@ impl App {
                         others.as_deref(),
                         s.paused(),
                         &s.ship_choices(&self.settings.ship),
+                        &s.friends(),
                     );
                     s.menu_focus = false;
                 }
@@ -741,6 +766,8 @@ impl App {
                 Some(menu::GameMenuAction::Quit) => self.quit(el),
                 Some(menu::GameMenuAction::Kick(id)) => s.host_command(&format!("kick {id} kicked by the host")),
                 Some(menu::GameMenuAction::Ban(id)) => s.host_command(&format!("ban {id} banned by the host")),
+                Some(menu::GameMenuAction::Watch(who)) => self.rejoin(Some(who)),
+                Some(menu::GameMenuAction::StopWatching) => self.rejoin(None),
                 Some(menu::GameMenuAction::Ship(k)) => {
                     s.client.choose_ship(k);
                     if let Some(id) = s.client.defs().and_then(|d| d.ships.get(k as usize)).map(|sh| sh.id.clone()) {

@@ -339,6 +339,8 @@ pub struct Client<T: Transport> {
     pub run: RunStatus,
     /// The server's records (shown at the portals).
     pub records: Vec<crate::protocol::messages::ServerRecord>,
+    /// Who plays on the server and where (name, dungeon id; "" the hub), from `People`.
+    pub people: Vec<(String, String)>,
     inbox: Vec<NetEvent>,
     transport_connected: bool,
     /// Recording this session (`--record`): everything received, tick by tick, from the
@@ -411,6 +413,7 @@ impl<T: Transport> Client<T> {
             inbox: Vec::new(),
             transport_connected: false,
             recorder: None,
+            people: Vec::new(),
         }
     }
 
@@ -598,6 +601,11 @@ impl<T: Transport> Client<T> {
         if let Some(r) = self.recorder.as_mut() {
             r.end(self.view.as_ref().map(|v| &v.replica));
         }
+    }
+
+    /// The player this client joined to watch (a spectator), if any.
+    pub fn watch_target(&self) -> Option<&str> {
+        self.watch.as_deref()
     }
 
     /// Records what this client receives, from the server's Welcome on: call it before
@@ -864,6 +872,7 @@ impl<T: Transport> Client<T> {
                 self.run = RunStatus { flares, charge, grazes, score };
             }
             ServerMsg::Records(list) => self.records = list,
+            ServerMsg::People(list) => self.people = list,
             ServerMsg::Notice { text } => {
                 if self.notices.len() == MAX_NOTICES {
                     self.notices.pop_front();

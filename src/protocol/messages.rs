@@ -952,6 +952,10 @@ pub enum ServerMsg {
     /// `u8 type, var n (..64), n x (str dungeon, var best_time (centiseconds),
     /// var best_score, str party (names, comma-separated, ..100 bytes))`.
     Records(Vec<ServerRecord>),
+    /// Type 23, CONTROL, reliable. Who plays on the server and where, when that changes
+    /// (at most once a second; the hub's Watch button): `u8 type, var n (..=MAX_PEOPLE),
+    /// n x (str name (..=24 bytes), str place (a dungeon id, "" the hub))`.
+    People(Vec<(String, String)>),
     /// Type 20, EVENTS, reliable ordered. The receiver is now in this instance: drop every
     /// bullet and entity of the old one. Followed by the bullets already in flight.
     /// `u8 type, var instance, u32 tick, str dungeon ("" = hub), u16 arena_w, u16 arena_h`.
@@ -1013,6 +1017,9 @@ pub const T_RUN_SUMMARY: u8 = 16;
 pub const T_RUN_STATUS: u8 = 17;
 pub const T_RECORDS: u8 = 18;
 pub const T_CONTENT_UPDATE: u8 = 19;
+pub const T_PEOPLE: u8 = 23;
+/// Most players a `People` message lists.
+pub const MAX_PEOPLE: usize = 256;
 
 /// One dungeon's record on a server, as players see it at the portal.
 #[derive(Clone, Debug, PartialEq)]
@@ -1392,6 +1399,15 @@ impl ServerMsg {
                     w.str(&crate::protocol::names::clip(&r.party, 100));
                 }
             }
+            ServerMsg::People(list) => {
+                w.u8(T_PEOPLE);
+                let list = &list[..list.len().min(MAX_PEOPLE)];
+                w.var(list.len() as u64);
+                for (name, place) in list {
+                    w.str(&crate::protocol::names::clip(name, 24));
+                    w.str(&crate::protocol::names::clip(place, 64));
+                }
+            }
             ServerMsg::RunStatus { flares, charge, grazes, score } => {
                 w.u8(T_RUN_STATUS);
                 w.u8(*flares);
@@ -1662,6 +1678,14 @@ impl ServerMsg {
                     rows.push(RunRow { id, name, score: v[0], stats, out });
                 }
                 ServerMsg::RunSummary(RunSummary { dungeon, outcome, ticks, team_score, rows })
+            }
+            T_PEOPLE => {
+                let n = r.count(MAX_PEOPLE, 2, "people")?;
+                let mut list = Vec::with_capacity(n);
+                for _ in 0..n {
+                    list.push((r.str(24, "name")?, r.str(64, "place")?));
+                }
+                ServerMsg::People(list)
             }
             T_RECORDS => {
                 let n = r.count(MAX_SUMMARY_ROWS, 4, "records")?;

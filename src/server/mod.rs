@@ -166,6 +166,8 @@ struct Peer {
     live_sent: Option<usize>,
     /// Asked to watch this player (by name) rather than play.
     watch: Option<String>,
+    /// The list of who plays where this peer was last sent (`People`).
+    people_sent: Option<Vec<(String, String)>>,
 }
 
 /// What a content reload did.
@@ -643,6 +645,7 @@ impl<T: Transport> Server<T> {
                             run_sent: None,
                             live_sent: None,
                             watch: None,
+                            people_sent: None,
                         },
                     );
                 }
@@ -911,6 +914,9 @@ impl<T: Transport> Server<T> {
         }
         self.runs(events, tick);
         if tick.is_multiple_of(TICK_RATE) {
+            self.send_people();
+        }
+        if tick.is_multiple_of(TICK_RATE) {
             let ids: Vec<PeerId> = self.peers.keys().copied().collect();
             for peer in ids {
                 let p = &self.peers[&peer];
@@ -918,6 +924,40 @@ impl<T: Transport> Server<T> {
                     let coasted = self.world.player(player).map_or(0, |pl| pl.coasted);
                     let msg = ServerMsg::Stats { inputs_dropped: p.inputs_dropped, ticks_coasted: coasted };
                     self.send(peer, CH_CONTROL, &msg);
+                }
+            }
+        }
+    }
+
+    /// Who plays where, to every player and spectator, when it changed since it was last
+    /// sent (a newcomer gets it at the next second: `people_sent` forgets who had it).
+    fn send_people(&mut self) {
+        let mut people: Vec<(String, String)> = self
+            .peers
+            .values()
+            .filter_map(|p| match p.state {
+                PeerState::Playing { player } => {
+                    let place = match self.world.instance_of(player) {
+                        Some(i) if i != self.world.hub => {
+                            self.world.instances.get(&i).and_then(|x| x.dungeon()).unwrap_or("").to_string()
+                        }
+                        _ => String::new(),
+                    };
+                    Some((p.name.clone(), place))
+                }
+                _ => None,
+            })
+            .collect();
+        people.sort();
+        people.truncate(crate::protocol::messages::MAX_PEOPLE);
+        let ids: Vec<PeerId> = self.peers.keys().copied().collect();
+        for peer in ids {
+            let p = &self.peers[&peer];
+            let joined = matches!(p.state, PeerState::Playing { .. } | PeerState::Watching { .. });
+            if joined && p.people_sent.as_ref() != Some(&people) {
+                self.send(peer, CH_CONTROL, &ServerMsg::People(people.clone()));
+                if let Some(p) = self.peers.get_mut(&peer) {
+                    p.people_sent = Some(people.clone());
                 }
             }
         }

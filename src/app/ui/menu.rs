@@ -744,7 +744,16 @@ fn mods_page(ui: &mut egui::Ui, content: &Content, settings: &mut Settings) -> b
     changed
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Who the in-game menu offers to watch: friends in dungeons (name, the place's name) on
+/// a server this game joined (a host cannot leave its own server to watch), or the one
+/// being watched.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Friends {
+    pub elsewhere: Vec<(String, String)>,
+    pub watching: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GameMenuAction {
     Resume,
     Settings,
@@ -756,6 +765,10 @@ pub enum GameMenuAction {
     Ban(u32),
     /// Fly this ship (index in the content's ships).
     Ship(u16),
+    /// Leave, and join the same server again as a spectator of this player.
+    Watch(String),
+    /// Leave watching, and join the same server again as a player.
+    StopWatching,
 }
 
 /// A ship as the menu offers it: name, stars needed, whether the player has them, and
@@ -778,6 +791,7 @@ pub fn game_menu(
     players: Option<&[(u32, String)]>,
     paused: bool,
     ships: &[ShipChoice],
+    friends: &Friends,
 ) -> Option<GameMenuAction> {
     let mut action = None;
     egui::Area::new(egui::Id::unique("game_menu")).anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO).show(ctx, |ui| {
@@ -831,6 +845,28 @@ pub fn game_menu(
                         RichText::new("Leaving a dungeon channels for one second. You can still be hit, and if you die, you stay.")
                             .color(Color32::from_rgb(255, 200, 120)),
                     );
+                }
+                if let Some(who) = &friends.watching {
+                    ui.label(RichText::new(format!("Watching {who}")).size(16.0).color(Color32::from_rgb(160, 220, 255)));
+                    if ui.add(big("Stop watching")).on_hover_text("Join this server again as a player").clicked() {
+                        action = Some(GameMenuAction::StopWatching);
+                    }
+                } else if !in_dungeon && !friends.elsewhere.is_empty() {
+                    // Friends fighting elsewhere on this server: watch one (this game leaves
+                    // and joins again as a spectator; "Stop watching" comes back).
+                    ui.add_space(6.0);
+                    ui.label(RichText::new("Friends in dungeons").size(15.0).color(Color32::from_gray(200)));
+                    egui::Grid::new("friends_elsewhere").num_columns(3).spacing([12.0, 6.0]).show(ui, |ui| {
+                        for (name, place) in &friends.elsewhere {
+                            ui.label(RichText::new(name).size(16.0));
+                            ui.label(RichText::new(place).color(Color32::from_gray(170)));
+                            if ui.button("Watch").on_hover_text(format!("Watch {name}'s fight as a spectator")).clicked()
+                            {
+                                action = Some(GameMenuAction::Watch(name.clone()));
+                            }
+                            ui.end_row();
+                        }
+                    });
                 }
                 if ui.add(big("Disconnect to menu")).clicked() {
                     action = Some(GameMenuAction::Disconnect);
