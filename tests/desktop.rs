@@ -601,10 +601,40 @@ fn the_menus_work_with_a_gamepad_alone() {
     let mut got = None;
     for (i, b) in [vec![], vec![], vec![DPadDown], vec![], vec![South], vec![]].into_iter().enumerate() {
         pad_frame(&ctx, &b, |ui| {
-            if let Some(a) = game_menu(ui.ctx(), true, i == 0, None, None, false, &[]) {
+            if let Some(a) = game_menu(ui.ctx(), true, i == 0, None, None, false, &[], &Default::default()) {
                 got = Some(a);
             }
         });
     }
     assert_eq!(got, Some(GameMenuAction::Settings));
+
+    // In the hub of a friend's server: after Settings comes the first friend's Watch.
+    let friends = hailfire::app::ui::menu::Friends {
+        elsewhere: vec![("Ann".into(), "The Warden's Keep".into())],
+        watching: None,
+    };
+    let ctx = egui::Context::default();
+    let mut got = None;
+    for (i, b) in [vec![], vec![], vec![DPadDown], vec![DPadDown], vec![], vec![South], vec![]].into_iter().enumerate()
+    {
+        pad_frame(&ctx, &b, |ui| {
+            if let Some(a) = game_menu(ui.ctx(), false, i == 0, None, None, false, &[], &friends) {
+                got = Some(a);
+            }
+        });
+    }
+    assert_eq!(got, Some(GameMenuAction::Watch("Ann".into())));
+    // While watching: no list, and Stop watching instead.
+    let watching = hailfire::app::ui::menu::Friends { elsewhere: Vec::new(), watching: Some("Ann".into()) };
+    let ctx = egui::Context::default();
+    let mut got = None;
+    for (i, b) in [vec![], vec![], vec![DPadDown], vec![DPadDown], vec![], vec![South], vec![]].into_iter().enumerate()
+    {
+        pad_frame(&ctx, &b, |ui| {
+            if let Some(a) = game_menu(ui.ctx(), false, i == 0, None, None, false, &[], &watching) {
+                got = Some(a);
+            }
+        });
+    }
+    assert_eq!(got, Some(GameMenuAction::StopWatching));
 }

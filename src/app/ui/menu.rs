@@ -783,6 +783,7 @@ pub struct ShipChoice {
 
 /// The in-game menu. In a dungeon it warns, honestly, what leaving costs.
 /// `players`: the other players here, when this game is the host (it may kick or ban them).
+#[allow(clippy::too_many_arguments)]
 pub fn game_menu(
     ctx: &egui::Context,
     in_dungeon: bool,
