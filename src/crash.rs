@@ -102,10 +102,29 @@ pub fn report(what: &str, backtrace: &std::backtrace::Backtrace) -> String {
     )
 }
 
+thread_local! {
+    /// Inside [`contained`]: a panic is a failure to report, not a crash.
+    static CONTAINED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic inside it into `None` (logged as a warning, no crash report):
+/// for third-party decoders fed untrusted bytes (mods' media), whose panic must cost the
+/// file, never the game.
+pub fn contained<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> Option<R> {
+    let was = CONTAINED.with(|c| c.replace(true));
+    let r = std::panic::catch_unwind(f);
+    CONTAINED.with(|c| c.set(was));
+    r.ok()
+}
+
 /// Installs the panic hook that writes crash reports.
 pub fn install() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if CONTAINED.with(|c| c.get()) {
+            tracing::warn!("a decoder failed on a file and was stopped: {info}");
+            return;
+        }
         previous(info);
         let bt = std::backtrace::Backtrace::force_capture();
         let text = report(&format!("panic: {info}"), &bt);

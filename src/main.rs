@@ -1140,7 +1140,18 @@ fn replay(
     capture: Option<(f64, PathBuf)>,
     quit_after: Option<f64>,
 ) -> ExitCode {
-    use hailfire::client::replay::{Player, Replay};
+    use hailfire::client::replay::{Player, Replay, MAX_FILE};
+    // Larger than any replay: refused before it is read.
+    if let Ok(m) = std::fs::metadata(file) {
+        if m.len() > MAX_FILE as u64 {
+            eprintln!(
+                "hailfire replay: {}: {}",
+                file.display(),
+                hailfire::client::replay::ReplayError::TooLarge(m.len() as usize)
+            );
+            return ExitCode::FAILURE;
+        }
+    }
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) => {

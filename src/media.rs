@@ -88,8 +88,14 @@ fn looks_like(bytes: &[u8]) -> &'static str {
     }
 }
 
-/// Decodes a PNG sprite, checking its size before any pixel is allocated.
+/// Decodes a PNG sprite, checking its size before any pixel is allocated. A panic inside
+/// the decoder library is contained and reported as a damaged file.
 pub fn decode_png(bytes: &[u8]) -> Result<Image, String> {
+    crate::crash::contained(|| png_inner(bytes))
+        .unwrap_or_else(|| Err("is damaged (the PNG decoder failed on it)".into()))
+}
+
+fn png_inner(bytes: &[u8]) -> Result<Image, String> {
     if bytes.len() > MAX_SPRITE_FILE {
         return Err(format!("is {} bytes; a sprite may be at most {MAX_SPRITE_FILE}", bytes.len()));
     }
@@ -144,8 +150,14 @@ pub fn png_size(bytes: &[u8]) -> Result<(u32, u32), String> {
 }
 
 /// Decodes a WAV (PCM) or Ogg Vorbis sound, checking its rate, channels and length before
-/// it decodes, and stopping at [`MAX_SOUND_SECONDS`] whatever the headers said.
+/// it decodes, and stopping at [`MAX_SOUND_SECONDS`] whatever the headers said. A panic
+/// inside the decoder library is contained and reported as a damaged file.
 pub fn decode_sound(bytes: &[u8]) -> Result<Sound, String> {
+    crate::crash::contained(|| sound_inner(bytes))
+        .unwrap_or_else(|| Err("is damaged (the sound decoder failed on it)".into()))
+}
+
+fn sound_inner(bytes: &[u8]) -> Result<Sound, String> {
     use symphonia::core::codecs::audio::AudioDecoderOptions;
     use symphonia::core::codecs::registry::CodecRegistry;
     use symphonia::core::formats::probe::{Hint, Probe};

@@ -57,7 +57,7 @@ pub fn solid_png(w: u32, h: u32, rgba: [u8; 4]) -> Vec<u8> {
 /// the samples actually present.
 fn wav(channels: u16, rate: u32, claimed: u32, samples: &[i16]) -> Vec<u8> {
     let mut out = b"RIFF".to_vec();
-    out.extend_from_slice(&(36 + claimed).to_le_bytes());
+    out.extend_from_slice(&claimed.saturating_add(36).to_le_bytes());
     out.extend_from_slice(b"WAVEfmt ");
     out.extend_from_slice(&16u32.to_le_bytes());
     out.extend_from_slice(&1u16.to_le_bytes());
@@ -266,4 +266,21 @@ fn a_mods_media_travel_in_the_content_and_a_tampered_file_is_refused() {
     }
     let e = hailfire::sim::client_defs::validate(&defs).unwrap_err();
     assert!(e.contains("do not all fit"), "{e}");
+}
+
+#[test]
+fn a_sound_whose_header_does_not_say_its_length_is_stopped_at_ten_seconds() {
+    // A streamed WAV: its data length is "unknown" (all ones), so only the decoding itself
+    // can find it too long.
+    let e = decode_sound(&wav(1, 8_000, u32::MAX, &vec![0; 8_000 * 11])).unwrap_err();
+    assert!(e.contains("longer than 10 s"), "{e}");
+    // Nine seconds the same way: played.
+    let ok = decode_sound(&wav(1, 8_000, u32::MAX, &vec![100; 8_000 * 9])).unwrap();
+    assert_eq!(ok.frames(), 8_000 * 9);
+}
+
+#[test]
+fn a_panic_inside_a_decoder_costs_the_file_not_the_game() {
+    assert_eq!(hailfire::crash::contained(|| 7), Some(7));
+    assert_eq!(hailfire::crash::contained(|| -> u8 { panic!("a decoder bug") }), None);
 }

@@ -231,7 +231,11 @@ impl ReplayApp {
             cam.scale *= zoom;
             cam.origin = centre + pan - Vec2::new(size.0 as f32, size.1 as f32) * (0.5 / cam.scale);
         }
-        g.renderer.sprites.set_sprites(&g.gpu.device, &g.gpu.queue, &self.watch.player.replay.content.defs.sprites);
+        // The content in play: the recording's, or a live update that came during it.
+        if let Some(c) = self.watch.session.client.content.as_ref() {
+            g.renderer.sprites.set_sprites(&g.gpu.device, &g.gpu.queue, &c.defs.sprites);
+            self.audio.set_mod_sounds(&c.defs.sounds);
+        }
         let p = &self.watch.player;
         let line = format!(
             "{}   {:.1} / {:.1} s   {}x{}{}",

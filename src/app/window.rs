@@ -237,9 +237,11 @@ impl App {
         if let Some(r) = s.client.recording() {
             // `--record FILE` takes the first session; the setting keeps each one.
             let path = self.opts.record.take().or_else(|| {
-                let stamp =
-                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                crate::crash::data_dir().map(|d| d.join("replays").join(format!("session-{stamp}.hfr")))
+                crate::crash::data_dir().map(|d| {
+                    let dir = d.join("replays");
+                    let name = crate::server::recorder::file_name_in(Some(&dir), "session");
+                    dir.join(name)
+                })
             });
             if let Some(path) = path {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -599,7 +599,7 @@ impl<T: Transport> Client<T> {
         }
         self.update_inner(now_ms, input);
         if let Some(r) = self.recorder.as_mut() {
-            r.end(self.view.as_ref().map(|v| &v.replica));
+            r.end(self.view.as_ref().map(|v| &v.replica), self.content.as_ref());
         }
     }
 

@@ -36,11 +36,18 @@ const MAGIC: &[u8; 3] = b"HFR";
 pub const FORMAT: u8 = 1;
 /// Ticks between keyframes (5 s).
 pub const KEYFRAME_EVERY: u32 = 300;
-/// Largest replay file this game opens, bytes.
-pub const MAX_FILE: usize = 64 << 20;
 /// Largest recorded body (before compression): a recording stops there (about 10 hours of
 /// a busy fight), and a file claiming more is refused before anything is inflated.
 pub const MAX_BODY: usize = 192 << 20;
+/// Largest replay file this game opens, bytes: whatever it records (a body that did not
+/// compress at all, the content, the header).
+pub const MAX_FILE: usize = MAX_BODY + crate::protocol::content::MAX_CONTENT_BYTES + (64 << 10);
+/// What a replay may cost in memory once read, bytes: each packet and frame is charged
+/// its size and its bookkeeping, so a file of many tiny packets (which deflate to almost
+/// nothing) cannot blow up.
+pub const MAX_MEMORY: usize = 2 * MAX_BODY;
+const PACKET_COST: usize = 48;
+const FRAME_COST: usize = 64;
 /// Most ticks in one recording (10 hours at 60 Hz).
 pub const MAX_FRAMES: usize = 60 * 60 * 60 * 10;
 /// Most packets one tick may hold, and the largest packet (ENet's limit).
@@ -246,6 +253,7 @@ impl Replay {
         // A frame is at least 26 bytes: the count is checked against what is there.
         let nf = r.count(MAX_FRAMES, 26, "frames")?;
         let mut frames = Vec::with_capacity(nf);
+        let mut memory = 0usize;
         for _ in 0..nf {
             let now = f64::from_bits(r.u64()?);
             if !now.is_finite() {
@@ -258,11 +266,22 @@ impl Replay {
             if ![rtt_ms, mv.x, mv.y, aim].iter().all(|v| v.is_finite()) {
                 return Err(ReplayError::Damaged("a tick's input or round trip is not a number".into()));
             }
-            let np = r.count(MAX_PACKETS_PER_FRAME, 2, "packets")?;
+            let np = r.count(MAX_PACKETS_PER_FRAME, 3, "packets")?;
+            memory += FRAME_COST + np * PACKET_COST;
             let mut packets = Vec::with_capacity(np);
             for _ in 0..np {
                 let ch = r.u8()?;
                 let len = r.count(MAX_PACKET, 1, "packet")?;
+                if len == 0 {
+                    return Err(ReplayError::Damaged("it holds an empty packet".into()));
+                }
+                memory += len;
+                if memory > MAX_MEMORY {
+                    return Err(ReplayError::Damaged(format!(
+                        "it would take more than {} MiB of memory to play",
+                        MAX_MEMORY >> 20
+                    )));
+                }
                 packets.push((ch, r.bytes(len)?.to_vec()));
             }
             frames.push(Frame { now_ms: now, rtt_ms, input: InputSample { mv, aim, buttons }, packets });
@@ -296,13 +315,17 @@ pub struct Recorder {
     /// Stopped at the size limit.
     pub full: bool,
     started_unix: u64,
+    /// The content as the session began (a live update later arrives in the packets).
+    pub content: Option<ClientContent>,
+    /// Where it stops, bytes of recorded data ([`MAX_BODY`]; smaller in tests).
+    pub max_bytes: usize,
 }
 
 impl Recorder {
     pub fn new(spectator: bool) -> Recorder {
         let started_unix =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Recorder { spectator, started_unix, ..Default::default() }
+        Recorder { spectator, started_unix, max_bytes: MAX_BODY, ..Default::default() }
     }
 
     /// A client tick begins (before the network is read).
@@ -310,7 +333,8 @@ impl Recorder {
         if let Some(f) = self.pending.take() {
             if self.started && !self.full {
                 self.bytes += 30 + f.packets.iter().map(|(_, d)| d.len() + 4).sum::<usize>();
-                if self.bytes > MAX_BODY || self.frames.len() >= MAX_FRAMES {
+                let memory = self.frames.len() * FRAME_COST + self.bytes * 2;
+                if self.bytes > self.max_bytes.min(MAX_BODY) || self.frames.len() >= MAX_FRAMES || memory > MAX_MEMORY {
                     self.full = true;
                     tracing::warn!("the recording reached its size limit and stopped");
                 } else {
@@ -339,9 +363,12 @@ impl Recorder {
     }
 
     /// The tick is over: a keyframe every [`KEYFRAME_EVERY`] recorded ticks.
-    pub fn end(&mut self, replica: Option<&Replica>) {
+    pub fn end(&mut self, replica: Option<&Replica>, content: Option<&ClientContent>) {
         if !self.started || self.full || self.pending.is_none() {
             return;
+        }
+        if self.content.is_none() {
+            self.content = content.cloned();
         }
         let index = self.frames.len() as u32;
         if index.is_multiple_of(KEYFRAME_EVERY) {
@@ -349,16 +376,20 @@ impl Recorder {
         }
     }
 
-    /// The recording so far, with the session's content and the player's name.
+    /// The recording so far, with the content the session began with (else `content`)
+    /// and the player's name. A tick in progress is kept when there is room; a keyframe
+    /// never names a tick that is not there.
     pub fn finish(&mut self, content: &ClientContent, name: &str) -> Replay {
         self.begin(0.0, InputSample::default());
         self.pending = None;
+        let n = self.frames.len();
+        self.keyframes.retain(|k| (k.frame as usize) < n);
         Replay {
             protocol: crate::protocol::PROTOCOL_VERSION,
             spectator: self.spectator,
             name: name.chars().take(24).collect(),
             started: self.started_unix,
-            content: content.clone(),
+            content: self.content.clone().unwrap_or_else(|| content.clone()),
             frames: self.frames.clone(),
             keyframes: self.keyframes.clone(),
         }
@@ -543,5 +574,36 @@ impl Player {
             return Err(format!("only {} of {} keyframes were reached", self.checked, self.replay.keyframes.len()));
         }
         Ok((self.checked, self.replay.keyframes.last().map_or(0, |k| k.bullets)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content() -> ClientContent {
+        ClientContent::new(crate::sim::ClientDefs::default())
+    }
+
+    /// A recorder that stops at its size limit keeps a file the game opens: no keyframe
+    /// names a tick it did not keep.
+    #[test]
+    fn a_recording_stopped_at_its_limit_still_opens() {
+        // Each tick costs 37 bytes here: these stop right after a keyframe's tick (300, 600)
+        // and elsewhere.
+        for limit in [37 * 300 + 10, 37 * 600 + 1, 37 * 450] {
+            let mut r = Recorder::new(false);
+            r.max_bytes = limit;
+            for t in 0..700u32 {
+                r.begin(t as f64 * 16.0, InputSample::default());
+                r.packet(0, &[10, 1, 2], t == 0);
+                r.end(None, None);
+            }
+            assert!(r.full, "limit {limit}");
+            let replay = r.finish(&content(), "p");
+            let back = Replay::decode(&replay.encode()).expect("the stopped recording opens");
+            assert!(back.keyframes.iter().all(|k| (k.frame as usize) < back.frames.len()));
+            assert!(!back.keyframes.is_empty());
+        }
     }
 }

@@ -52,6 +52,10 @@ pub use wire::DecodeError;
 ///   an attack), event 15 "hint" (a script's words for the players); the roster carries
 ///   each player's ship; content format 4 (bodies of enemies, bosses and ships, a dungeon's
 ///   difficulty, a place's walls and music).
+/// - 11: telegraph kind bit 1 "safe"; `ContentUpdate` (type 19, new looks while playing);
+///   `Input` carries `u8 view` (lag compensation); client message 7 `Watch` (spectators).
+/// - 12: content format 5 (mods' sprites and sounds, and which looks use a sprite);
+///   `People` (type 23: who plays where, for the hub's Watch button).
 pub const PROTOCOL_VERSION: u16 = 12;
 
 /// How a `Notice` of a fight the server stopped begins: the run summary shows it.

@@ -548,7 +548,7 @@ impl Ops {
                         server.config.max_spectators
                     )];
                 }
-                let path = setup.dir.join(super::recorder::file_name(&name));
+                let path = setup.dir.join(super::recorder::file_name_in(Some(&setup.dir), &name));
                 info!(player, name = %name, seconds, path = %path.display(), "recording a player's view");
                 self.recordings.start(setup, name.clone(), seconds, path.clone());
                 vec![format!(

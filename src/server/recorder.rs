@@ -136,11 +136,22 @@ impl Recordings {
 
 /// A file name for a recording of `who` (only `a-z 0-9 _ -` of the name kept).
 pub fn file_name(who: &str) -> String {
+    file_name_in(None, who)
+}
+
+/// [`file_name`], numbered (`-2`, `-3` ...) when `dir` already has a file of that name.
+pub fn file_name_in(dir: Option<&std::path::Path>, who: &str) -> String {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let clean: String = who
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '_' })
         .take(24)
         .collect();
-    format!("{clean}-{stamp}.hfr")
+    let mut name = format!("{clean}-{stamp}.hfr");
+    let mut k = 2;
+    while dir.is_some_and(|d| d.join(&name).exists()) && k < 1000 {
+        name = format!("{clean}-{stamp}-{k}.hfr");
+        k += 1;
+    }
+    name
 }

@@ -143,7 +143,8 @@ fn empty_atlas(device: &wgpu::Device) -> Atlas {
 
 /// The atlas of `sprites` and each one's place in it, in texture coordinates. Each is
 /// decoded again here; the content validator has decoded it already, so a failure here
-/// (which checked content cannot cause) leaves that sprite transparent.
+/// (which checked content cannot cause) leaves that sprite transparent, and sprites that
+/// do not fit leave them all transparent.
 fn make_atlas(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
@@ -152,7 +153,10 @@ fn make_atlas(
     let images: Vec<Option<crate::media::Image>> =
         sprites.iter().take(ATLAS_RECTS).map(|s| crate::media::decode_png(&s.bytes).ok()).collect();
     let sizes: Vec<(u32, u32)> = images.iter().map(|i| i.as_ref().map_or((1, 1), |i| (i.width, i.height))).collect();
-    let places = crate::media::atlas_layout(&sizes).unwrap_or_else(|_| vec![[0, 0, 1, 1]; sizes.len()]);
+    let Ok(places) = crate::media::atlas_layout(&sizes) else {
+        // Checked content always fits; anything else draws no sprite at all.
+        return (empty_atlas(device), vec![[0.0; 4]; sizes.len()]);
+    };
     let w = places.iter().map(|p| p[0] + p[2] + crate::media::ATLAS_GUTTER).max().unwrap_or(1).max(1);
     let h = places.iter().map(|p| p[1] + p[3] + crate::media::ATLAS_GUTTER).max().unwrap_or(1).max(1);
     let mut pixels = vec![0u8; (w * h * 4) as usize];

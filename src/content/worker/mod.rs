@@ -52,9 +52,9 @@ pub const KILLS_TO_DISABLE: u32 = 3;
 /// CPU a worker may use between its answer and the next request (it has nothing to do
 /// then), milliseconds. A worker over it [`LATE_LIMIT`] times within [`LATE_WINDOW`]
 /// ticks, or over a whole tick's budget ([`TICK_CPU_MS`]) once, is killed at the next
-/// request. One small overrun is forgiven: on a busy virtual machine the hypervisor's
-/// stolen time and a page fault in the worker's last system call are charged to it
-/// (seen in CI: 2 ms once in a load-time dry run).
+/// request. Up to four small overruns in that window are forgiven: on a busy virtual
+/// machine the hypervisor's stolen time and a page fault in the worker's last system call
+/// are charged to it (seen in CI: 2 ms once in a load-time dry run).
 pub const IDLE_CPU_MS: u64 = 2;
 /// An answer later than this (a whole tick) is late; [`LATE_LIMIT`] late answers within
 /// [`LATE_WINDOW`] ticks get a worker killed, so no worker can hold the world to a slower
