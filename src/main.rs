@@ -205,6 +205,19 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         record: Option<PathBuf>,
     },
+    /// Attach to the dedicated server running with this data folder, through its local
+    /// admin socket (`console.sock`, owner-only): type console commands (help lists them),
+    /// or run one with --run and exit 0 when it did what it was asked, 1 when not, 2 when
+    /// no server answers.
+    Console {
+        /// One command to run, for scripts: `hailfire console --run "kick Bob"`.
+        #[arg(long, value_name = "COMMAND")]
+        run: Option<String>,
+        /// The server's socket (default: the data folder's console.sock, as
+        /// $HAILFIRE_DATA_DIR gives it).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Play a recorded session (`--record`): in a window with pause, seek, speed and a free
     /// camera; or check it (`--check`: re-simulate it and compare every keyframe's bullets);
     /// or render one frame offscreen (`--at SECONDS --out FRAME.png`).
@@ -704,6 +717,21 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
+        #[cfg(unix)]
+        Some(Command::Console { run, socket }) => {
+            let Some(path) = socket.or_else(hailfire::server::admin_socket::default_path) else {
+                eprintln!("hailfire console: no data folder: give the socket with --socket PATH");
+                return ExitCode::from(2);
+            };
+            ExitCode::from(hailfire::server::admin_socket::console(&path, run.as_deref()))
+        }
+        #[cfg(not(unix))]
+        Some(Command::Console { .. }) => {
+            eprintln!(
+                "hailfire console: the admin socket needs a Unix system (use the server's own console or bot --admin)"
+            );
+            ExitCode::from(2)
+        }
         Some(Command::Replay { file, check, at, out, width, height }) => replay(
             &file,
             check,

@@ -974,3 +974,64 @@ fn the_console_records_a_players_fight_into_a_replay_that_checks() {
     console.type_line("stop", &|s| s.contains("stopping"));
     let _ = console.child.wait();
 }
+
+#[test]
+#[cfg(unix)]
+fn hailfire_console_attaches_over_the_owner_only_socket_and_run_exits_with_meaning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("server.log");
+    let port = free_port();
+    // Standard input closed, as under systemd: the socket is the only console.
+    let mut server = dedicated(d, port, &log, &[]);
+    wait_for(&log, &|s| s.contains("admin socket"), 20);
+    let sock = d.join("console.sock");
+    let mode = std::fs::metadata(&sock).expect("the socket").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "owner-only");
+    let pilot = hub_bot(d, port, "pilot", "40", &[]);
+    wait_for(&log, &|s| s.contains("player joined"), 20);
+    let run = |cmd: &str| {
+        let out = hf(d).args(["console", "--run", cmd]).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run("players");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("\"pilot\""), "{out}");
+    let (code, out) = run("kick nobody");
+    assert_eq!(code, Some(1), "a command that did nothing fails: {out}");
+    assert!(out.contains("no player or spectator 'nobody'"), "{out}");
+    let (code, out) = run("frobnicate");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("unknown command"), "{out}");
+    // Interactive, from a pipe: several commands, one answer each.
+    let mut c = hf(d).arg("console").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut i = c.stdin.take().unwrap();
+        writeln!(i, "say hello from the socket").unwrap();
+        writeln!(i, "status").unwrap();
+    }
+    let out = c.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("said to 1 player(s)") && text.contains("instances:"), "{text}");
+    let (code, out) = run("kick pilot bye");
+    assert_eq!(code, Some(0), "{out}");
+    let (_, bot_out) = finish(pilot, 20);
+    assert!(
+        bot_out.contains("the server says: [server] hello from the socket") && bot_out.contains("kicked: bye"),
+        "{bot_out}"
+    );
+    // A stop through the socket stops the server; then nothing answers (exit 2).
+    let (code, out) = run("stop");
+    assert_eq!(code, Some(0), "{out}");
+    let start = Instant::now();
+    while server.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = hf(d).args(["console", "--run", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no server answers"));
+}

@@ -203,6 +203,9 @@ pub struct Ops {
     /// recordings running.
     record_setup: Option<super::recorder::RecordSetup>,
     pub recordings: super::recorder::Recordings,
+    /// Commands from consoles attached to the admin socket (`hailfire console`).
+    #[cfg(unix)]
+    socket: Option<Receiver<super::admin_socket::Request>>,
 }
 
 /// Ticks kept for the tick-cost figures: one minute.
@@ -224,6 +227,8 @@ impl Ops {
             restart_requested: false,
             record_setup: None,
             recordings: Default::default(),
+            #[cfg(unix)]
+            socket: None,
             countdown: None,
             metrics: None,
             board: None,
@@ -273,6 +278,13 @@ impl Ops {
     pub fn with_board(mut self, board: crate::net::secure::StatusBoard) -> Ops {
         self.board = Some(board);
         self
+    }
+
+    /// Takes commands from consoles attached to the admin socket at `path`.
+    #[cfg(unix)]
+    pub fn listen_socket(&mut self, path: &std::path::Path) -> Result<(), String> {
+        self.socket = Some(super::admin_socket::listen(path)?);
+        Ok(())
     }
 
     /// Lets `record` record players (the dedicated server).
@@ -370,6 +382,16 @@ impl Ops {
             }
         }
         lines.extend(server.take_admin_commands().into_iter().map(|(p, c)| (Some(p), c)));
+        // Consoles on the admin socket: each answer goes back to its console.
+        #[cfg(unix)]
+        if let Some(rx) = &self.socket {
+            let requests: Vec<_> = rx.try_iter().collect();
+            for r in requests {
+                info!(command = %r.line, "console command from the admin socket");
+                let answer = self.run_checked(server, &r.line, reload.as_deref_mut());
+                let _ = r.reply.send(answer);
+            }
+        }
         for (from, line) in lines {
             let out = self.run(server, &line, reload.as_deref_mut());
             match from {
@@ -428,12 +450,43 @@ impl Ops {
         line: &str,
         reload: Option<&mut ModReloader>,
     ) -> Vec<String> {
+        self.run_checked(server, line, reload).1
+    }
+
+    /// [`Ops::run`], and whether the command did what it was asked (a typo, an unknown
+    /// player, nothing to cancel: false). `hailfire console --run` exits with it.
+    pub fn run_checked<T: Transport>(
+        &mut self,
+        server: &mut Server<T>,
+        line: &str,
+        reload: Option<&mut ModReloader>,
+    ) -> (bool, Vec<String>) {
         let cmd = match Command::parse(line) {
             Ok(Some(c)) => c,
-            Ok(None) => return Vec::new(),
-            Err(e) => return vec![e],
+            Ok(None) => return (true, Vec::new()),
+            Err(e) => return (false, vec![e]),
         };
-        let one = |r: Result<String, String>| vec![r.unwrap_or_else(|e| e)];
+        let failed = std::cell::Cell::new(false);
+        let fail = |line: String| {
+            failed.set(true);
+            vec![line]
+        };
+        let one = |r: Result<String, String>| match r {
+            Ok(s) => vec![s],
+            Err(e) => fail(e),
+        };
+        let out = self.apply(server, cmd, reload, &one, &fail);
+        (!failed.get(), out)
+    }
+
+    fn apply<T: Transport>(
+        &mut self,
+        server: &mut Server<T>,
+        cmd: Command,
+        reload: Option<&mut ModReloader>,
+        one: &dyn Fn(Result<String, String>) -> Vec<String>,
+        fail: &dyn Fn(String) -> Vec<String>,
+    ) -> Vec<String> {
         match cmd {
             Command::Help => HELP.lines().map(str::to_string).collect(),
             Command::Status => {
@@ -513,7 +566,7 @@ impl Ops {
                     r.request();
                     vec!["reloading the mods (the log says how it went)".into()]
                 }
-                None => vec!["this server cannot reload its mods".into()],
+                None => fail("this server cannot reload its mods".into()),
             },
             Command::Stop { message, after: None, restart } => {
                 info!(message = message.as_deref().unwrap_or(""), restart, "stop requested from the console");
@@ -537,16 +590,16 @@ impl Ops {
             }
             Command::Record { who, seconds } => {
                 let Some(setup) = self.record_setup.clone() else {
-                    return vec!["this server cannot record (the dedicated server can)".into()];
+                    return fail("this server cannot record (the dedicated server can)".into());
                 };
                 let Some((_, player, name)) = server.find_player(&who) else {
-                    return vec![format!("no player '{who}' is connected (see `players`)")];
+                    return fail(format!("no player '{who}' is connected (see `players`)"));
                 };
                 if server.watching() >= server.config.max_spectators {
-                    return vec![format!(
+                    return fail(format!(
                         "no spectator place is free (max_spectators = {}): a recording watches as a spectator",
                         server.config.max_spectators
-                    )];
+                    ));
                 }
                 let path = setup.dir.join(super::recorder::file_name_in(Some(&setup.dir), &name));
                 info!(player, name = %name, seconds, path = %path.display(), "recording a player's view");
@@ -562,7 +615,7 @@ impl Ops {
                     server.say("The server will not stop after all.");
                     vec!["called off".into()]
                 }
-                None => vec!["nothing is counting down".into()],
+                None => fail("nothing is counting down".into()),
             },
         }
     }

@@ -324,6 +324,14 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
     }
     println!("type `help` for the console's commands");
     let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
+    // The local admin channel (`hailfire console`), owner-only, in the data folder.
+    #[cfg(unix)]
+    if let Some(path) = super::admin_socket::default_path() {
+        match ops.listen_socket(&path) {
+            Ok(()) => info!(socket = %path.display(), "admin socket: attach with `hailfire console`"),
+            Err(e) => warn!("admin socket: {e}"),
+        }
+    }
     if let Some(dir) = crate::crash::data_dir() {
         ops = ops.with_recording(super::recorder::RecordSetup {
             addr: super::recorder::local_addr_for(addr),

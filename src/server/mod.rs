@@ -2,6 +2,8 @@
 //! hosts the hub and every dungeon; each peer hears only about the instance it is in.
 //! It never knows whether a peer is across the internet or in the same process.
 
+#[cfg(unix)]
+pub mod admin_socket;
 pub mod bans;
 pub mod config;
 pub mod console;
