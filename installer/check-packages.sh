@@ -15,6 +15,7 @@ dist=$(cd "${1:-target/dist}" && pwd)
 fail() { echo "check-packages: $*" >&2; exit 1; }
 
 deb=$(ls "$dist"/hailfire_*.deb | head -1)
+sdeb=$(ls "$dist"/hailfire-server_*.deb 2>/dev/null | head -1 || true)
 tarball=$(ls "$dist"/hailfire-*-linux-x86_64.tar.gz | head -1)
 [ -f "$deb" ] && [ -f "$tarball" ] || fail "no .deb or tarball in $dist"
 (cd "$dist" && sha256sum -c --quiet SHA256SUMS) || fail "SHA256SUMS does not match"
@@ -42,10 +43,37 @@ mkdir -p "$tmp/tar"
 tar -C "$tmp/tar" -xzf "$tarball"
 tardir=$(ls -d "$tmp"/tar/hailfire-*)
 
+layouts=("$tmp/deb/usr/bin/hailfire" "$tardir/hailfire")
+# The server package: the server build, the content and the unit, and no desktop library
+# (neither declared nor linked).
+if [ -n "$sdeb" ]; then
+  slisting=$(dpkg-deb -c "$sdeb")
+  for f in ./usr/bin/hailfire ./usr/share/hailfire/content/mod.toml ./usr/lib/systemd/system/hailfire-server.service \
+    ./usr/share/doc/hailfire-server/copyright; do
+    grep -qF " $f" <<<"$slisting" || fail "$sdeb lacks $f"
+  done
+  sdepends=$(dpkg-deb -f "$sdeb" Depends)
+  grep -q libc6 <<<"$sdepends" || fail "server Depends lacks libc6: $sdepends"
+  if grep -Eiq 'asound|udev|vulkan|x11|xkb|wayland|dbus' <<<"$sdepends"; then
+    fail "the server package depends on a desktop library: $sdepends"
+  fi
+  mkdir -p "$tmp/sdeb"
+  dpkg-deb -x "$sdeb" "$tmp/sdeb/root"
+  if ldd "$tmp/sdeb/root/usr/bin/hailfire" | grep -Ei 'asound|udev|dbus|x11|xcb|wayland|vulkan'; then
+    fail "the server package's binary links a desktop library (above)"
+  fi
+  layouts+=("$tmp/sdeb/root/usr/bin/hailfire")
+  echo "ok: $sdeb ($(du -k "$sdeb" | cut -f1) KiB; Depends: $sdepends)"
+else
+  fail "no server package in $dist"
+fi
+
 # Each layout from a neutral folder with a fresh HOME: nothing from the source tree or
 # the user's folders may be what makes it work.
-for layout in "$tmp/deb/usr/bin/hailfire" "$tardir/hailfire"; do
-  home="$tmp/home-$(basename "$(dirname "$layout")")"
+n=0
+for layout in "${layouts[@]}"; do
+  n=$((n + 1))
+  home="$tmp/home-$n"
   mkdir -p "$home" "$tmp/cwd"
   run() { (cd "$tmp/cwd" && env -i PATH=/usr/bin:/bin HOME="$home" "$layout" "$@"); }
   run --version | grep -q "^hailfire " || fail "$layout --version"
@@ -60,7 +88,20 @@ for layout in "$tmp/deb/usr/bin/hailfire" "$tardir/hailfire"; do
   port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   out=$(run --dedicated --bind "127.0.0.1:$port" --exit-after 2 </dev/null 2>&1) || fail "$layout --dedicated: $out"
   grep -q "server stopped cleanly" <<<"$out" || fail "$layout --dedicated did not stop cleanly: $out"
-  echo "ok: $layout (mods check, its own content, --dedicated)"
+  # The console over the admin socket, with standard input closed as under systemd.
+  (cd "$tmp/cwd" && env -i PATH=/usr/bin:/bin HOME="$home" "$layout" --dedicated --bind "127.0.0.1:$port" \
+    --exit-after 20 </dev/null >"$tmp/dedicated.out" 2>&1) &
+  ded=$!
+  said=""
+  for _ in $(seq 1 100); do
+    if said=$(run console --run status 2>&1); then break; fi
+    said=""
+    sleep 0.2
+  done
+  grep -q "instances:" <<<"$said" || { kill "$ded" 2>/dev/null; fail "$layout console --run status: $said $(cat "$tmp/dedicated.out")"; }
+  run console --run stop >/dev/null || fail "$layout console --run stop"
+  wait "$ded" || fail "$layout: the server stopped from the console did not exit cleanly"
+  echo "ok: $layout (mods check, its own content, --dedicated, console)"
 done
 
 if command -v makensis >/dev/null; then

@@ -5,6 +5,8 @@
 #
 # On Linux (this is what CI runs), into DIR (default target/dist):
 #   hailfire_VERSION_ARCH.deb                  Debian/Ubuntu package (dpkg-deb)
+#   hailfire-server_VERSION_ARCH.deb           the server build alone, for a VPS: no
+#                                              window, GPU, audio or gamepad libraries
 #   hailfire-VERSION-linux-x86_64.tar.gz       portable: unpack and double-click
 #   SHA256SUMS
 # --windows EXE: a Windows build of the game (made on Windows, see docs/RELEASING.md)
@@ -160,6 +162,59 @@ chmod 0755 "$tdir/install-desktop-entry.sh"
 tarball="$out/$name.tar.gz"
 tar -C "$work" --owner=0 --group=0 -czf "$tarball" "$name"
 artefacts+=("$tarball")
+
+# ---------------------------------------------------------------- server package
+# The server build (`--no-default-features`: --dedicated, console, bot, mods, bench,
+# replay --check) with the content and the systemd unit, for a VPS: it pulls no Vulkan,
+# X11, Wayland, ALSA or udev. It takes target/release/hailfire's place while it is built;
+# the game's binary is put back afterwards.
+if [ "$build" = 1 ]; then
+  cp "$bin" "$work/hailfire-desktop"
+  cargo build --release --no-default-features
+  cp "$bin" "$work/hailfire-server"
+  cp "$work/hailfire-desktop" "$bin"
+  sdeb="$work/server-deb"
+  mkdir -p "$sdeb/DEBIAN" "$sdeb/usr/bin" "$sdeb/usr/share/hailfire" "$sdeb/usr/lib/systemd/system" \
+    "$sdeb/usr/share/doc/hailfire-server" "$sdeb/usr/share/man/man6"
+  install -m 0755 "$work/hailfire-server" "$sdeb/usr/bin/hailfire"
+  strip --strip-debug "$sdeb/usr/bin/hailfire"
+  cp -r content mods "$sdeb/usr/share/hailfire/"
+  cp "$deb/usr/lib/systemd/system/hailfire-server.service" "$sdeb/usr/lib/systemd/system/"
+  cp "$deb/usr/share/man/man6/hailfire.6.gz" "$sdeb/usr/share/man/man6/"
+  cp README.md docs/SERVER.md docs/MODDING.md docs/REPLAYS.md "$sdeb/usr/share/doc/hailfire-server/"
+  sed 's|/usr/share/doc/hailfire/|/usr/share/doc/hailfire-server/|' "$deb/usr/share/doc/hailfire/copyright" \
+    > "$sdeb/usr/share/doc/hailfire-server/copyright"
+  cp LICENSE-MIT LICENSE-APACHE "$sdeb/usr/share/doc/hailfire-server/"
+  shlib=$(mktemp -d)
+  mkdir -p "$shlib/debian"
+  printf 'Source: hailfire\n\nPackage: hailfire-server\nArchitecture: any\n' > "$shlib/debian/control"
+  slinked=$(cd "$shlib" && dpkg-shlibdeps -O "$sdeb/usr/bin/hailfire" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+  rm -rf "$shlib"
+  [ -n "$slinked" ] || { echo "package.sh: dpkg-shlibdeps found no dependencies (server)" >&2; exit 1; }
+  ssize=$(du -sk "$sdeb/usr" | cut -f1)
+  cat > "$sdeb/DEBIAN/control" <<EOF
+Package: hailfire-server
+Version: $version
+Architecture: $arch
+Maintainer: The Hailfire developers <hailfire@localhost>
+Installed-Size: $ssize
+Depends: $slinked
+Conflicts: hailfire
+Section: games
+Priority: optional
+Description: co-op bullet-hell dungeon game (dedicated server)
+ The Hailfire server build alone, for a VPS: the dedicated server with its
+ systemd unit (hailfire-server.service, not enabled), the console (hailfire
+ console), headless bots, the mod checker and replay checks. No window, GPU,
+ audio or gamepad libraries. Players use the game package.
+EOF
+  cp "$deb/DEBIAN/postinst" "$sdeb/DEBIAN/postinst"
+  sdebfile="$out/hailfire-server_${version}_${arch}.deb"
+  dpkg-deb --root-owner-group -Zxz --build "$sdeb" "$sdebfile" >/dev/null
+  artefacts+=("$sdebfile")
+else
+  echo "package.sh: --no-build: no server package (it needs its own build)" >&2
+fi
 
 # ---------------------------------------------------------------- Windows installer
 if [ -n "$win_exe" ]; then
