@@ -265,15 +265,23 @@ fn preview_draws_a_mods_own_sprites_for_its_enemy_and_its_bullets() {
     solid_png(&m.join("sprites/box.png"), 32, 32, [0, 255, 0, 255]);
     solid_png(&m.join("sprites/bar.png"), 16, 8, [255, 255, 0, 255]);
     let png = dir.path().join("p.png");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
-        .arg("preview")
-        .arg(&m)
-        .args(["--enemy", "box", "--ticks", "120", "--width", "640", "--height", "360", "--out"])
-        .arg(&png)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let (_, rgba) = read_png(&png).unwrap();
+    let frame = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
+            .arg("preview")
+            .arg(&m)
+            .args(["--enemy", "box", "--ticks", "120", "--width", "640", "--height", "360", "--out"])
+            .arg(&png)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        read_png(&png).unwrap().1
+    };
+    let rgba = frame();
     // The enemy's red glow (the bloom pass) tints the square: green stays far above the
     // rest, and no blue.
     let green_of =
@@ -287,14 +295,5 @@ fn preview_draws_a_mods_own_sprites_for_its_enemy_and_its_bullets() {
     std::fs::write(m.join("bullets.toml"), "[bar]\nradius = 6.0\ncolor = \"#ff0000\"\n").unwrap();
     let toml = std::fs::read_to_string(m.join("enemies.toml")).unwrap().replace("sprite = \"box\"\n", "");
     std::fs::write(m.join("enemies.toml"), toml).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hailfire"))
-        .arg("preview")
-        .arg(&m)
-        .args(["--enemy", "box", "--ticks", "120", "--width", "640", "--height", "360", "--out"])
-        .arg(&png)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let (_, rgba2) = read_png(&png).unwrap();
-    assert_eq!(green_of(&rgba2), 0, "no such green without the sprite");
+    assert_eq!(green_of(&frame()), 0, "no such green without the sprite");
 }
