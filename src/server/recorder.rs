@@ -147,11 +147,28 @@ pub fn file_name_in(dir: Option<&std::path::Path>, who: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '_' })
         .take(24)
         .collect();
+    // Names this process handed out: a recording is written only when it ends, so two
+    // started in the same second must not be given the same name.
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     let mut name = format!("{clean}-{stamp}.hfr");
     let mut k = 2;
-    while dir.is_some_and(|d| d.join(&name).exists()) && k < 1000 {
+    while (given.contains(&name) || dir.is_some_and(|d| d.join(&name).exists())) && k < 1000 {
         name = format!("{clean}-{stamp}-{k}.hfr");
         k += 1;
     }
+    given.insert(name.clone());
     name
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn two_recordings_started_together_get_two_names() {
+        let a = super::file_name_in(None, "Ann");
+        let b = super::file_name_in(None, "Ann");
+        assert_ne!(a, b);
+        assert!(a.starts_with("ann-") && a.ends_with(".hfr"), "{a}");
+    }
 }
