@@ -45,7 +45,7 @@ struct PreviewApp {
     /// Time from a save to the first frame drawn with the reloaded mod.
     save_to_screen: Option<Duration>,
     waiting_for_frame: Option<Instant>,
-    captured: bool,
+    capture: render::Capture,
     pub fatal: Option<String>,
 }
 
@@ -54,6 +54,7 @@ pub fn run(host: PreviewHost, opts: PreviewWindowOptions) -> anyhow::Result<()> 
     let el = EventLoop::new().map_err(|e| anyhow!("no display to open a window on ({e}); use --out FILE.png"))?;
     let mut app = PreviewApp {
         host,
+        capture: render::Capture::new(opts.capture.clone()),
         opts,
         gfx: None,
         egui: {
@@ -74,7 +75,6 @@ pub fn run(host: PreviewHost, opts: PreviewWindowOptions) -> anyhow::Result<()> 
         tick_ms_avg: 0.0,
         save_to_screen: None,
         waiting_for_frame: None,
-        captured: false,
         fatal: None,
     };
     el.run_app(&mut app)?;
@@ -228,17 +228,8 @@ impl PreviewApp {
                 tracing::info!(ms = t.elapsed().as_secs_f64() * 1000.0, "save to screen");
             }
         }
-        let due = self
-            .opts
-            .capture
-            .as_ref()
-            .filter(|(t, _)| !self.captured && self.started.elapsed().as_secs_f64() >= *t)
-            .cloned();
-        if let Some((_, path)) = due {
-            self.captured = true;
-            let shot = render::render_to_rgba(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, Some(&mut ui))
-                .and_then(|rgba| render::write_png(&path, size, &rgba));
-            if let Err(e) = shot {
+        if let Some(path) = self.capture.due(self.started) {
+            if let Err(e) = render::save_frame(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, &mut ui, &path) {
                 self.fatal = Some(format!("capture: {e:#}"));
                 el.exit();
             }

@@ -124,7 +124,7 @@ struct ReplayApp {
     /// The free camera: off (follow what the player saw), or a pan (world px) and a zoom.
     free: Option<(Vec2, f32)>,
     held: std::collections::HashSet<KeyCode>,
-    captured: bool,
+    capture: render::Capture,
     pub fatal: Option<String>,
 }
 
@@ -136,6 +136,7 @@ pub fn run(replay: Arc<Replay>, title: String, opts: ReplayWindowOptions) -> any
     let mut app = ReplayApp {
         watch: Watch::new(replay),
         title,
+        capture: render::Capture::new(opts.capture.clone()),
         opts,
         gfx: None,
         egui: {
@@ -155,7 +156,6 @@ pub fn run(replay: Arc<Replay>, title: String, opts: ReplayWindowOptions) -> any
         owed: 0.0,
         free: None,
         held: Default::default(),
-        captured: false,
         fatal: None,
     };
     el.run_app(&mut app)?;
@@ -289,17 +289,8 @@ impl ReplayApp {
             &mut ui,
             &mut self.pending_textures,
         );
-        let due = self
-            .opts
-            .capture
-            .as_ref()
-            .filter(|(t, _)| !self.captured && self.started.elapsed().as_secs_f64() >= *t)
-            .cloned();
-        if let Some((_, path)) = due {
-            self.captured = true;
-            let shot = render::render_to_rgba(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, Some(&mut ui))
-                .and_then(|rgba| render::write_png(&path, size, &rgba));
-            if let Err(e) = shot {
+        if let Some(path) = self.capture.due(self.started) {
+            if let Err(e) = render::save_frame(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, &mut ui, &path) {
                 self.fatal = Some(format!("capture: {e:#}"));
                 el.exit();
             }

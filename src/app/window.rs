@@ -54,7 +54,7 @@ pub struct App {
     alpha: f32,
     minimized: bool,
     screenshot: bool,
-    captured: bool,
+    capture: render::Capture,
     sprites: Vec<render::Sprite>,
     /// The title screen's live background: None until built, Some(None) when the content
     /// has no fight to show (not tried again until the mods change).
@@ -103,6 +103,7 @@ impl App {
             Content::load_chosen(&[], &settings.mod_choice(), &[])
         };
         App {
+            capture: render::Capture::new(opts.capture.clone()),
             opts,
             content,
             settings,
@@ -122,7 +123,6 @@ impl App {
             alpha: 0.0,
             minimized: false,
             screenshot: false,
-            captured: false,
             sprites: Vec::new(),
             attract: None,
             title_music: crate::app::music::title_music(),
@@ -679,15 +679,10 @@ impl App {
                 &mut ui,
                 &mut self.pending_textures,
             );
-            let due_capture = self
-                .opts
-                .capture
-                .as_ref()
-                .filter(|(t, _)| !self.captured && self.started.elapsed().as_secs_f64() >= *t)
-                .cloned();
+            let due_capture = self.capture.due(self.started);
             if self.screenshot || due_capture.is_some() {
                 let path = match &due_capture {
-                    Some((_, p)) => p.clone(),
+                    Some(p) => p.clone(),
                     None => crate::logging::log_dir()
                         .map(|d| d.with_file_name("screenshots"))
                         .unwrap_or_else(|| PathBuf::from("screenshots"))
@@ -698,16 +693,11 @@ impl App {
                                 .map_or(0, |d| d.as_secs())
                         )),
                 };
-                let shot = render::render_to_rgba(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, Some(&mut ui))
-                    .and_then(|rgba| render::write_png(&path, size, &rgba));
-                match shot {
+                match render::save_frame(&g.gpu, &mut g.renderer, size, &cam, &self.sprites, &mut ui, &path) {
                     Ok(()) => println!("hailfire: screenshot written to {}", path.display()),
                     Err(e) => tracing::warn!("screenshot failed: {e:#}"),
                 }
                 self.screenshot = false;
-                if due_capture.is_some() {
-                    self.captured = true;
-                }
             }
         } else {
             self.pending_textures.append(std::mem::take(

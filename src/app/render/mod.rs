@@ -719,6 +719,44 @@ pub fn target_texture(
     })
 }
 
+/// A frame to write to a PNG some seconds after a window opened (`--capture-after S
+/// --capture FILE`, for tests and scripts): taken once.
+#[derive(Clone, Debug, Default)]
+pub struct Capture {
+    pub at: Option<(f64, std::path::PathBuf)>,
+    taken: bool,
+}
+
+impl Capture {
+    pub fn new(at: Option<(f64, std::path::PathBuf)>) -> Capture {
+        Capture { at, taken: false }
+    }
+
+    /// Where to write, once the time has come (and never again).
+    pub fn due(&mut self, started: std::time::Instant) -> Option<std::path::PathBuf> {
+        let (t, path) = self.at.as_ref().filter(|_| !self.taken)?;
+        (started.elapsed().as_secs_f64() >= *t).then(|| {
+            self.taken = true;
+            path.clone()
+        })
+    }
+}
+
+/// Renders the frame once more offscreen and writes it to `path` as a PNG (a capture or a
+/// player's screenshot).
+pub fn save_frame(
+    gpu: &Gpu,
+    renderer: &mut Renderer,
+    size: (u32, u32),
+    cam: &Camera,
+    sprites: &[Sprite],
+    ui: &mut EguiFrame,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let rgba = render_to_rgba(gpu, renderer, size, cam, sprites, Some(ui))?;
+    write_png(path, size, &rgba)
+}
+
 /// Renders one frame offscreen and reads it back as tightly packed RGBA8 (sRGB).
 pub fn render_to_rgba(
     gpu: &Gpu,
