@@ -614,7 +614,8 @@ impl<T: Transport> Client<T> {
         self.recorder = Some(replay::Recorder::new(self.watch.is_some()));
     }
 
-    /// The recording so far (None: not recording, or nothing joined yet).
+    /// The recording, taken out of the recorder (None: not recording, or nothing joined
+    /// yet). Called once, when the session ends.
     pub fn recording(&mut self) -> Option<replay::Replay> {
         let content = self.content.clone()?;
         let name = self.name.clone();

@@ -376,8 +376,8 @@ impl Recorder {
         }
     }
 
-    /// The recording so far, with the content the session began with (else `content`)
-    /// and the player's name. A tick in progress is kept when there is room; a keyframe
+    /// The recording, with the content the session began with (else `content`) and the
+    /// player's name; the recorder is empty afterwards. A tick in progress is kept when there is room; a keyframe
     /// never names a tick that is not there.
     pub fn finish(&mut self, content: &ClientContent, name: &str) -> Replay {
         self.begin(0.0, InputSample::default());
@@ -390,8 +390,9 @@ impl Recorder {
             name: name.chars().take(24).collect(),
             started: self.started_unix,
             content: self.content.clone().unwrap_or_else(|| content.clone()),
-            frames: self.frames.clone(),
-            keyframes: self.keyframes.clone(),
+            // Taken, not copied: a long recording is not held twice (it is finished once).
+            frames: std::mem::take(&mut self.frames),
+            keyframes: std::mem::take(&mut self.keyframes),
         }
     }
 }
