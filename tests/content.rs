@@ -1319,3 +1319,31 @@ fn the_load_time_dry_run_runs_what_mods_script_and_not_the_base_game_again() {
     let all = validate::dry_run_trusting(&with, 60, 60, limit, &[], false);
     assert!(all.bosses_run >= 7 && all.dungeons_run >= 8);
 }
+
+/// A modder copies the example (keeping its id, as one does at first) and gives the copy
+/// to a server: the copy loads, though the example it came from stays off.
+#[test]
+fn a_copy_of_the_off_example_given_by_path_loads_and_the_original_stays_off() {
+    let d = tempfile::tempdir().unwrap();
+    let copy = d.path().join("my_spiral");
+    let src = repo("mods/example_spiral");
+    for entry in [
+        "mod.toml",
+        "bullets.toml",
+        "enemies.toml",
+        "dungeons.toml",
+        "emitters/whirler.lua",
+        "sprites/petal.png",
+        "sprites/whirler.png",
+        "sounds/chime.ogg",
+    ] {
+        std::fs::create_dir_all(copy.join(entry).parent().unwrap()).unwrap();
+        std::fs::copy(src.join(entry), copy.join(entry)).unwrap();
+    }
+    let c = Content::load_chosen(&[copy.clone()], &content::Choice::default(), &[]);
+    assert_eq!(c.errors().count(), 0, "{:?}", c.errors().map(|e| e.to_string()).collect::<Vec<_>>());
+    assert!(c.defs.dungeons.contains_key("whirl_pit"), "the copy's dungeon loads");
+    let loaded: Vec<&str> = c.mods.iter().filter(|m| m.loaded).map(|m| m.dir.as_str()).collect();
+    assert!(loaded.iter().any(|d| d.contains("my_spiral")), "{loaded:?}");
+    assert!(!loaded.iter().any(|d| d.ends_with("mods/example_spiral")), "{loaded:?}");
+}

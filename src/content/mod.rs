@@ -285,12 +285,11 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
         ModRoot::Mod(p) => Some(p.canonicalize().unwrap_or(p.clone()).display().to_string()),
         ModRoot::Folder(_) => None,
     }));
-    let off: Vec<String> = parsed
-        .iter()
-        .filter(|m| choice.is_off(&m.manifest.id, &m.path, !m.manifest.enabled_by_default))
-        .map(|m| m.manifest.id.clone())
-        .collect();
-    let is_off = |id: &str| off.iter().any(|o| o == id);
+    // Decided for each mod found, not for its id: a copy of an example that is asked for
+    // (a modder's copy given to --mods, keeping the example's id) loads, while the
+    // example itself stays off.
+    let off: Vec<bool> =
+        parsed.iter().map(|m| choice.is_off(&m.manifest.id, &m.path, !m.manifest.enabled_by_default)).collect();
     let broken: Vec<String> = parsed.iter().filter(|m| !m.ok).map(|m| m.dir.clone()).collect();
     let broken_by_mod: BTreeMap<String, std::collections::BTreeSet<String>> =
         parsed.iter().filter(|m| !m.broken.is_empty()).map(|m| (m.manifest.id.clone(), m.broken.clone())).collect();
@@ -305,17 +304,18 @@ fn load_inner(roots: &[ModRoot], lenient: bool, choice: &Choice, refused: &[Stri
     }
     let mut summaries: Vec<ModSummary> = parsed
         .iter()
-        .map(|m| ModSummary {
+        .zip(&off)
+        .map(|(m, off)| ModSummary {
             id: m.manifest.id.clone(),
             name: m.manifest.name.clone(),
             version: m.manifest.version.to_string(),
             dir: m.dir.clone(),
             loaded: false,
-            enabled: !is_off(&m.manifest.id),
+            enabled: !off,
             off_by_default: !m.manifest.enabled_by_default,
         })
         .collect();
-    parsed.retain(|m| !is_off(&m.manifest.id));
+    let parsed: Vec<_> = parsed.into_iter().zip(off).filter(|(_, off)| !off).map(|(m, _)| m).collect();
     let mut mods: Vec<_> = loader::order(parsed, &mut diags).into_iter().filter(|m| m.ok).collect();
     diags.extend(loader::redefinitions(&mods));
     // Check references against the merged set; refuse offenders and merge again until stable.
