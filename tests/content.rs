@@ -1340,7 +1340,7 @@ fn a_copy_of_the_off_example_given_by_path_loads_and_the_original_stays_off() {
         std::fs::create_dir_all(copy.join(entry).parent().unwrap()).unwrap();
         std::fs::copy(src.join(entry), copy.join(entry)).unwrap();
     }
-    let c = Content::load_chosen(&[copy.clone()], &content::Choice::default(), &[]);
+    let c = Content::load_chosen(std::slice::from_ref(&copy), &content::Choice::default(), &[]);
     assert_eq!(c.errors().count(), 0, "{:?}", c.errors().map(|e| e.to_string()).collect::<Vec<_>>());
     assert!(c.defs.dungeons.contains_key("whirl_pit"), "the copy's dungeon loads");
     let loaded: Vec<&str> = c.mods.iter().filter(|m| m.loaded).map(|m| m.dir.as_str()).collect();
