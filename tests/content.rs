@@ -62,6 +62,11 @@ fn shipped_content_and_mods_pass_the_validator() {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
     assert!(r.mods.iter().any(|m| m.id == "example_spiral" && m.loaded));
     assert!(r.emitters_run >= 1, "the example's emitter ran");
+    // Pointed at the base game's own folder (someone editing it): all of it runs, as with
+    // no path, not only what runs a mod's scripts (which would be nothing).
+    let all = validate::check(&[]);
+    let r = validate::check(&[content::content_dir()]);
+    assert_eq!((r.emitters_run, r.bosses_run, r.dungeons_run), (all.emitters_run, all.bosses_run, all.dungeons_run));
 }
 
 #[test]

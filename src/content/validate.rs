@@ -102,7 +102,11 @@ pub fn check_with(paths: &[PathBuf], ticks: u32) -> Report {
     diagnostics.extend(missing);
     // Pointed at mods: what runs their scripts (the base game's own scripts are the same
     // for everyone, and `mods check` with no path runs them too).
-    let d = dry_run_trusting(&content, ticks, ticks.max(DRY_RUN_PHASE_TICKS), CHECK_TIME_LIMIT, &[], !paths.is_empty());
+    // Pointed at the base game's own folder (someone editing it), everything runs.
+    let base = std::fs::canonicalize(super::content_dir()).ok();
+    let at_base = paths.iter().any(|p| std::fs::canonicalize(p).ok() == base && base.is_some());
+    let mods_only = !paths.is_empty() && !at_base;
+    let d = dry_run_trusting(&content, ticks, ticks.max(DRY_RUN_PHASE_TICKS), CHECK_TIME_LIMIT, &[], mods_only);
     // The verdict per mod is the game's: a mod with an error here is one the game refuses.
     let mut mods = content.mods.clone();
     for m in mods.iter_mut() {
