@@ -204,6 +204,11 @@ enum Command {
         /// bot: NAME-1.hfr, ...); play it with `hailfire replay FILE`.
         #[arg(long, value_name = "FILE")]
         record: Option<PathBuf>,
+        /// The key pair the bot proves when it joins (servers know a player by it: bans,
+        /// allowlists, admins); made there on first use. Default: this machine's player
+        /// key (`player_key` in the data folder), the one the game uses.
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
     },
     /// Attach to the dedicated server running with this data folder, through its local
     /// admin socket (`console.sock`, owner-only): type console commands (help lists them),
@@ -495,8 +500,21 @@ fn main() -> ExitCode {
             admin_password,
             spectate,
             record,
+            key,
         }) => {
             hailfire::logging::init(None);
+            let identity = match &key {
+                Some(path) => hailfire::net::secure::Identity::load_or_create(path)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+                None => hailfire::net::secure::Identity::player(),
+            };
+            let identity = match identity {
+                Ok(id) => id,
+                Err(e) => {
+                    eprintln!("hailfire bot: cannot read or make the player key: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let security = hailfire::net::secure::ClientSecurity {
                 known: hailfire::net::secure::KnownServers::default_path()
                     .map(|path| hailfire::net::secure::KnownServers { path }),
@@ -504,6 +522,7 @@ fn main() -> ExitCode {
                 accept_key: None,
                 password,
                 pin_as: Some(join.clone()),
+                identity: Some(identity),
             };
             let admin = match (admin_password, admin.is_empty()) {
                 (_, true) => None,

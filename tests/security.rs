@@ -30,7 +30,7 @@ fn client(c: &Content, to: SocketAddr, name: &str, sec: ClientSecurity) -> Clien
 }
 
 fn open() -> ClientSecurity {
-    ClientSecurity { known: None, accept_new_key: false, accept_key: None, password: None, pin_as: None }
+    ClientSecurity::trusting()
 }
 
 /// Ticks the server and the clients in real time until every client has joined or
@@ -182,6 +182,7 @@ fn a_changed_server_key_is_refused_until_accepted() {
         accept_key: None,
         password: None,
         pin_as: None,
+        identity: None,
     };
     {
         let mut s = server(&c, &bind, Identity::generate().unwrap(), None);
@@ -240,6 +241,7 @@ fn a_password_is_proven_never_sent_and_guesses_are_limited() {
         accept_key: None,
         password: p.map(str::to_string),
         pin_as: None,
+        identity: None,
     };
     let mut cl = vec![client(&c, to, "nopass", with(None))];
     run(&mut s, &mut cl, 10.0, || {});

@@ -982,6 +982,7 @@ impl Session {
             accept_key,
             password: password.clone().filter(|p| !p.is_empty()),
             pin_as: Some(addr.to_string()),
+            identity: Some(crate::net::secure::Identity::player()?),
         };
         let net = crate::net::EnetTransport::connect_secure(sa, security)?;
         let installed = content.base_loaded().then(|| ClientContent::of(content));

@@ -62,10 +62,7 @@ impl EnetTransport {
 
     /// A client connecting to `server`, trusting whatever key it presents (tests).
     pub fn connect(server: SocketAddr) -> io::Result<Self> {
-        Self::connect_secure(
-            server,
-            ClientSecurity { known: None, accept_new_key: false, accept_key: None, password: None, pin_as: None },
-        )
+        Self::connect_secure(server, ClientSecurity::trusting())
     }
 
     /// A client connecting to `server`; its only peer is the server.
@@ -85,7 +82,7 @@ impl EnetTransport {
     /// A client connecting to `server` from the local address `local` (tests and the
     /// attack bench use other loopback addresses, 127.0.0.2 and up).
     pub fn connect_from(local: SocketAddr, server: SocketAddr, security: ClientSecurity) -> io::Result<Self> {
-        let socket = SecureSocket::client(UdpSocket::bind(local)?, server, security);
+        let socket = SecureSocket::client(UdpSocket::bind(local)?, server, security)?;
         let mut t = Self::with_socket(socket, 1)?;
         let peer = t.host.connect(server, CHANNEL_COUNT, 0).map_err(|e| io::Error::other(format!("{e:?}")))?;
         peer.set_timeout(32, PEER_TIMEOUT_MS / 2, PEER_TIMEOUT_MS);
@@ -168,6 +165,11 @@ impl Transport for EnetTransport {
 
     fn peer_addr(&self, peer: PeerId) -> Option<SocketAddr> {
         self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address())
+    }
+
+    fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
+        let addr = self.addrs.get(&(peer as usize)).copied().or_else(|| self.peer_addr(peer))?;
+        self.host.socket().client_key(addr)
     }
 
     fn stats(&self, peer: PeerId) -> LinkStats {

@@ -79,6 +79,11 @@ pub trait Transport {
     fn peer_addr(&self, _peer: PeerId) -> Option<std::net::SocketAddr> {
         None
     }
+    /// The static key a peer proved in the secure handshake (the player's key), where
+    /// there is one (not for the in-process pipe: that is the host).
+    fn peer_key(&self, _peer: PeerId) -> Option<[u8; 32]> {
+        None
+    }
     /// What the secure layer under this transport counted, where there is one.
     fn security(&self) -> Option<secure::SecureStats> {
         None
@@ -121,6 +126,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         (**self).peer_addr(peer)
+    }
+    fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
+        (**self).peer_key(peer)
     }
     fn wait(&mut self, until: std::time::Instant) {
         (**self).wait(until)
@@ -186,6 +194,10 @@ impl Transport for Multi {
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         let (p, id) = Self::split(peer);
         self.parts.get(p).and_then(|t| t.peer_addr(id))
+    }
+    fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
+        let (p, id) = Self::split(peer);
+        self.parts.get(p).and_then(|t| t.peer_key(id))
     }
     fn security(&self) -> Option<secure::SecureStats> {
         self.parts.iter().find_map(|t| t.security())

@@ -265,6 +265,7 @@ fn open_security(password: Option<&str>) -> ClientSecurity {
         accept_key: None,
         password: password.map(str::to_string),
         pin_as: None,
+        identity: None,
     }
 }
 
@@ -528,7 +529,7 @@ fn attack_loop(
         Attack::Peers { .. } | Attack::Memory => {
             // A secure session of our own, through which raw ENet bytes are sent.
             let udp = bind(attacker_ip(2))?;
-            let mut sock = SecureSocket::client(udp, to, open_security(None));
+            let mut sock = SecureSocket::client(udp, to, open_security(None))?;
             let mut buf = [0u8; rusty_enet::MTU_MAX];
             use rusty_enet::Socket as _;
             let mut session = (0u16, 0u8);

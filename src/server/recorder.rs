@@ -54,6 +54,7 @@ pub fn record(setup: &RecordSetup, who: &str, seconds: u32, path: &std::path::Pa
         accept_key: None,
         password: setup.password.clone(),
         pin_as: None,
+        identity: None,
     };
     let net = match EnetTransport::connect_secure(setup.addr, security) {
         Ok(n) => n,

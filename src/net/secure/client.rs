@@ -24,13 +24,42 @@ pub struct ClientSecurity {
     /// so that a different answer from DNS is not a "first contact". None: the resolved
     /// address.
     pub pin_as: Option<String>,
+    /// The player's key pair, proven in the handshake (the server knows the player by
+    /// it). None: a fresh key for this connection only (tests, tools, the attack bench).
+    pub identity: Option<Identity>,
+}
+
+impl ClientSecurity {
+    /// Trusts any server key, no password, a fresh player key (tests, in-process links).
+    pub fn trusting() -> Self {
+        ClientSecurity {
+            known: None,
+            accept_new_key: false,
+            accept_key: None,
+            password: None,
+            pin_as: None,
+            identity: None,
+        }
+    }
 }
 
 pub(super) enum ClientPhase {
     Start,
-    Init { sent: Instant },
-    Hello { hs: Box<HandshakeState>, packet: Vec<u8>, sent: Instant },
-    Confirm { keys: Keys, proof: [u8; 32], sent: Instant },
+    Init {
+        sent: Instant,
+    },
+    Hello {
+        hs: Box<HandshakeState>,
+        packet: Vec<u8>,
+        sent: Instant,
+    },
+    /// Noise's third message (our key and the password proof) is sent; the packet is
+    /// repeated as it is until the server answers.
+    Confirm {
+        keys: Keys,
+        packet: Vec<u8>,
+        sent: Instant,
+    },
     Ready(Keys),
     Failed,
 }
@@ -42,6 +71,8 @@ pub(super) struct ClientSide {
     /// ENet datagrams waiting for the session.
     pub(super) queue: VecDeque<Vec<u8>>,
     pub server_key: Option<[u8; 32]>,
+    /// The key pair this client proves (the configured one, or one made for this socket).
+    pub(super) identity: Identity,
 }
 
 impl SecureSocket {
@@ -64,10 +95,10 @@ impl SecureSocket {
                 *sent = now;
                 out = Some(packet.clone());
             }
-            // A repeated Confirm is sealed afresh: the server refuses replayed nonces.
-            ClientPhase::Confirm { keys, proof, sent } if now.duration_since(*sent) > RETRY => {
+            // The same Confirm again: the server answers a repeat with its answer again.
+            ClientPhase::Confirm { packet, sent, .. } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
-                out = keys.seal(T_CONFIRM, &proof[..]);
+                out = Some(packet.clone());
             }
             _ => {}
         }
@@ -92,7 +123,8 @@ impl SecureSocket {
                     ));
                     return None;
                 }
-                let (hs, p) = hello_packet(&data[2..18], None)?;
+                let private = c.identity.private.clone();
+                let (hs, p) = hello_packet(&data[2..18], &private, None)?;
                 c.phase = ClientPhase::Hello { hs: Box::new(hs), packet: p.clone(), sent: now };
                 self.raw_send(from, &p);
                 None
@@ -155,11 +187,11 @@ impl SecureSocket {
                         Err(e) => tracing::warn!("could not record the server's key: {e}"),
                     }
                 }
-                let transport = hs.into_stateless_transport_mode().ok()?;
-                let mut keys = Keys { transport, send_nonce: 0, replay: Replay::default() };
                 let proof = mac(&password_key(c.cfg.password.as_deref().unwrap_or("")), &[&hash]);
-                let p = keys.seal(T_CONFIRM, &proof)?;
-                c.phase = ClientPhase::Confirm { keys, proof, sent: now };
+                let p = confirm_packet(&mut hs, &proof)?;
+                let transport = hs.into_stateless_transport_mode().ok()?;
+                let keys = Keys { transport, send_nonce: 0, replay: Replay::default() };
+                c.phase = ClientPhase::Confirm { keys, packet: p.clone(), sent: now };
                 self.raw_send(from, &p);
                 None
             }
@@ -202,11 +234,16 @@ impl SecureSocket {
     }
 }
 
-/// The client's `Hello` for `cookie`, and the handshake it starts. `ephemeral`: a fixed
-/// ephemeral key (the worked example in `docs/PROTOCOL.md` only; None draws a fresh one).
-pub(super) fn hello_packet(cookie: &[u8], ephemeral: Option<&[u8]>) -> Option<(HandshakeState, Vec<u8>)> {
+/// The client's `Hello` for `cookie`, and the handshake it starts with the player's static
+/// key `private`. `ephemeral`: a fixed ephemeral key (the worked example in
+/// `docs/PROTOCOL.md` only; None draws a fresh one).
+pub(super) fn hello_packet(
+    cookie: &[u8],
+    private: &[u8],
+    ephemeral: Option<&[u8]>,
+) -> Option<(HandshakeState, Vec<u8>)> {
     let params = NOISE.parse().ok()?;
-    let b = Builder::new(params);
+    let b = Builder::new(params).local_private_key(private);
     let b = match ephemeral {
         Some(e) => b.fixed_ephemeral_key_for_testing_only(e),
         None => b,
@@ -219,6 +256,16 @@ pub(super) fn hello_packet(cookie: &[u8], ephemeral: Option<&[u8]>) -> Option<(H
     p.extend_from_slice(&m1[..n]);
     p.resize(HELLO_LEN, 0);
     Some((hs, p))
+}
+
+/// The client's `Confirm`: Noise's third message, which carries the player's static key
+/// and, as its payload, the password proof.
+pub(super) fn confirm_packet(hs: &mut HandshakeState, proof: &[u8; 32]) -> Option<Vec<u8>> {
+    let mut m3 = [0u8; 128];
+    let n = hs.write_message(proof, &mut m3).ok()?;
+    let mut p = vec![T_CONFIRM];
+    p.extend_from_slice(&m3[..n]);
+    Some(p)
 }
 
 pub(super) fn init_packet() -> Vec<u8> {

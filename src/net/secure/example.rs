@@ -2,11 +2,12 @@
 //! functions the socket itself uses, checked byte for byte against the document, so a
 //! second implementation can test itself against the text.
 
-use super::client::{hello_packet, init_packet};
-use super::server::{cookie_mac, welcome_packet};
+use super::client::{confirm_packet, hello_packet, init_packet};
+use super::server::{cookie_mac, read_confirm, welcome_packet};
 use super::*;
 
 const SERVER_STATIC: [u8; 32] = [0x11; 32];
+const CLIENT_STATIC: [u8; 32] = [0x55; 32];
 const CLIENT_EPHEMERAL: [u8; 32] = [0x22; 32];
 const SERVER_EPHEMERAL: [u8; 32] = [0x33; 32];
 const COOKIE_SECRET: [u8; 32] = [0x44; 32];
@@ -26,36 +27,45 @@ fn packets() -> Vec<(&'static str, Vec<u8>)> {
     let mut c = vec![T_COOKIE, SECURE_VERSION];
     c.extend_from_slice(&cookie);
     out.push(("cookie", c));
-    let (mut hs, hello) = hello_packet(&cookie, Some(&CLIENT_EPHEMERAL)).expect("hello");
+    let (mut hs, hello) = hello_packet(&cookie, &CLIENT_STATIC, Some(&CLIENT_EPHEMERAL)).expect("hello");
     out.push(("hello", hello.clone()));
-    let (welcome, server_hash, server_transport) =
+    let (welcome, server_hash, mut server_hs) =
         welcome_packet(&SERVER_STATIC, &hello[18..50], Some(&SERVER_EPHEMERAL)).expect("welcome");
     out.push(("welcome", welcome.clone()));
     let mut payload = [0u8; 64];
     hs.read_message(&welcome[1..], &mut payload).expect("the client reads the welcome");
     let hash = hs.get_handshake_hash().to_vec();
-    assert_eq!(hash, server_hash, "both sides end with one handshake hash");
+    assert_eq!(hash, server_hash, "both sides hold one handshake hash after the welcome");
     out.push(("handshake hash", hash.clone()));
-    let mut client =
-        Keys { transport: hs.into_stateless_transport_mode().expect("keys"), send_nonce: 0, replay: Replay::default() };
-    let mut server = Keys { transport: server_transport, send_nonce: 0, replay: Replay::default() };
     let pkey = password_key(PASSWORD);
     out.push(("password key", pkey.to_vec()));
     let proof = mac(&pkey, &[&hash]);
     out.push(("proof", proof.to_vec()));
-    let confirm = client.seal(T_CONFIRM, &proof).expect("seal");
+    let confirm = confirm_packet(&mut hs, &proof).expect("confirm");
+    let (got_proof, got_key) = read_confirm(&mut server_hs, &confirm[1..]).expect("the server reads the Confirm");
+    assert_eq!(got_proof, proof);
+    out.push(("confirm", confirm.clone()));
+    out.push(("player key (as the server read it)", got_key.to_vec()));
+    let mut client =
+        Keys { transport: hs.into_stateless_transport_mode().expect("keys"), send_nonce: 0, replay: Replay::default() };
+    let server_transport = server_hs.into_stateless_transport_mode().expect("keys");
+    let mut server = Keys { transport: server_transport, send_nonce: 0, replay: Replay::default() };
     let mut buf = [0u8; 256];
-    assert_eq!(server.open(&confirm, &mut buf).ok(), Some(32), "the server opens the Confirm");
-    assert_eq!(&buf[..32], &proof);
-    out.push(("confirm", confirm));
     let accept = server.seal(T_ACCEPT, &[]).expect("seal");
     assert_eq!(client.open(&accept, &mut buf).ok(), Some(0));
     out.push(("accept", accept));
     let data = client.seal(T_DATA, &ENET_PING).expect("seal");
     assert_eq!(server.open(&data, &mut buf).ok(), Some(ENET_PING.len()));
     out.push(("data", data));
+    // The same handshake again, refused: the server's first sealed packet is the Refuse.
+    let (mut hs2, _) = hello_packet(&cookie, &CLIENT_STATIC, Some(&CLIENT_EPHEMERAL)).expect("hello");
+    let (_, _, mut server_hs2) =
+        welcome_packet(&SERVER_STATIC, &hello[18..50], Some(&SERVER_EPHEMERAL)).expect("welcome");
+    hs2.read_message(&welcome[1..], &mut payload).expect("welcome");
+    let c2 = confirm_packet(&mut hs2, &proof).expect("confirm");
+    read_confirm(&mut server_hs2, &c2[1..]).expect("confirm");
     let mut refuse_keys = Keys {
-        transport: welcome_packet(&SERVER_STATIC, &hello[18..50], Some(&SERVER_EPHEMERAL)).expect("welcome").2,
+        transport: server_hs2.into_stateless_transport_mode().expect("keys"),
         send_nonce: 0,
         replay: Replay::default(),
     };

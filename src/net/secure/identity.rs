@@ -8,11 +8,18 @@ use snow::Builder;
 
 use super::{mac, NOISE};
 
-/// What a server has to prove who it is: its static key pair.
+/// A static key pair: what a server proves who it is with, and what a player is known by.
 #[derive(Clone)]
 pub struct Identity {
     pub private: Vec<u8>,
     pub public: [u8; 32],
+}
+
+/// Shows the fingerprint only: the private half never reaches a log.
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Identity({})", self.fingerprint())
+    }
 }
 
 impl Identity {
@@ -57,9 +64,11 @@ impl Identity {
         let bytes = from_hex(text.trim())
             .filter(|b| b.len() == 64)
             .ok_or_else(|| {
-                io::Error::other(
-                    "not a Hailfire server key (move it away to make a new one; returning players will then be asked to trust the new key)",
-                )
+                io::Error::other(if path.file_name().is_some_and(|n| n == "server_key") {
+                    "not a Hailfire server key (move it away to make a new one; returning players will then be asked to trust the new key)"
+                } else {
+                    "not a Hailfire key (move it away to make a new one; servers will then see you as a new player)"
+                })
             })?;
         let mut public = [0u8; 32];
         public.copy_from_slice(&bytes[32..]);
@@ -69,6 +78,19 @@ impl Identity {
     /// `<data dir>/server_key` (`$HAILFIRE_DATA_DIR` overrides the directory).
     pub fn default_path() -> Option<PathBuf> {
         data_dir().map(|d| d.join("server_key"))
+    }
+
+    /// `<data dir>/player_key`: the key a game proves when it joins a server, which
+    /// servers know the player by (bans, allowlists, admins, records).
+    pub fn player_path() -> Option<PathBuf> {
+        data_dir().map(|d| d.join("player_key"))
+    }
+
+    /// This player's key pair, made on first run (0600, written atomically). An error
+    /// names the file.
+    pub fn player() -> io::Result<Identity> {
+        let path = Self::player_path().ok_or_else(|| io::Error::other("no data folder for the player's key"))?;
+        Self::load_or_create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
     pub fn fingerprint(&self) -> String {

@@ -64,9 +64,9 @@ pub use server::{
 };
 
 /// The Noise protocol name.
-pub const NOISE: &str = "Noise_NX_25519_ChaChaPoly_BLAKE2s";
+pub const NOISE: &str = "Noise_XX_25519_ChaChaPoly_BLAKE2s";
 /// Version of this layer; a different one is told so in the `Cookie` answer.
-pub const SECURE_VERSION: u8 = 3;
+pub const SECURE_VERSION: u8 = 4;
 pub(crate) const INIT_LEN: usize = 64;
 pub(crate) const HELLO_LEN: usize = 128;
 const TAG: usize = 16;
@@ -435,9 +435,14 @@ impl SecureSocket {
         }
     }
 
-    pub fn client(inner: UdpSocket, server: SocketAddr, cfg: ClientSecurity) -> Self {
-        let side = ClientSide { cfg, server, phase: ClientPhase::Start, queue: VecDeque::new(), server_key: None };
-        Self::with(inner, Side::Client(Box::new(side)))
+    pub fn client(inner: UdpSocket, server: SocketAddr, cfg: ClientSecurity) -> io::Result<Self> {
+        let identity = match &cfg.identity {
+            Some(id) => id.clone(),
+            None => Identity::generate()?,
+        };
+        let side =
+            ClientSide { cfg, server, phase: ClientPhase::Start, queue: VecDeque::new(), server_key: None, identity };
+        Ok(Self::with(inner, Side::Client(Box::new(side))))
     }
 
     /// Reads what the socket holds (for at most `budget`): handshakes and status queries
@@ -513,6 +518,14 @@ impl SecureSocket {
         self.inner.local_addr()
     }
 
+    /// The static key the client at `addr` proved (server side, once it confirmed).
+    pub fn client_key(&self, addr: SocketAddr) -> Option<[u8; 32]> {
+        match &self.side {
+            Side::Server(s) => s.sessions.get(&addr).filter(|x| x.confirmed).and_then(|x| x.client_key),
+            Side::Client(_) => None,
+        }
+    }
+
     /// The server's key as the client saw it (once the handshake got that far).
     pub fn server_key(&self) -> Option<[u8; 32]> {
         match &self.side {
@@ -571,7 +584,9 @@ impl SecureSocket {
                     None
                 }
             },
-            Side::Server(s) => s.sessions.get_mut(&to).filter(|x| x.confirmed).and_then(|x| x.keys.seal(T_DATA, data)),
+            Side::Server(s) => {
+                s.sessions.get_mut(&to).filter(|x| x.confirmed).and_then(|x| x.keys.as_mut()?.seal(T_DATA, data))
+            }
         };
         if let Some(p) = sealed {
             self.raw_send(to, &p);
@@ -681,18 +696,19 @@ mod tests {
             got
         };
         let cookie = ask(&client::init_packet()).expect("a cookie");
-        let (mut hs, hello) = client::hello_packet(&cookie[2..18], None).unwrap();
+        let player = Identity::generate().unwrap();
+        let (mut hs, hello) = client::hello_packet(&cookie[2..18], &player.private, None).unwrap();
         let welcome = ask(&hello).expect("a welcome");
         let mut payload = [0u8; 64];
         hs.read_message(&welcome[1..], &mut payload).unwrap();
         let hash = hs.get_handshake_hash().to_vec();
+        assert_eq!(ask(&[T_CONFIRM]), None, "an empty Confirm is not answered");
+        assert_eq!(ask(&[T_CONFIRM; 97]), None, "nor one that is not this handshake's");
+        let wrong = client::confirm_packet(&mut hs, &mac(&password_key("nope"), &[&hash])).unwrap();
+        assert_eq!(wrong.len(), 97, "the player's key and the proof, sealed");
         let mut keys =
             Keys { transport: hs.into_stateless_transport_mode().unwrap(), send_nonce: 0, replay: Replay::default() };
-        let empty = keys.seal(T_CONFIRM, &[]).unwrap();
-        assert_eq!(empty.len(), 20);
-        assert_eq!(ask(&empty), None, "an empty Confirm is not answered");
-        let wrong = keys.seal(T_CONFIRM, &mac(&password_key("nope"), &[&hash])).unwrap();
-        let refuse = ask(&wrong).expect("a refusal");
+        let refuse = ask(&wrong).expect("a refusal (the forged Confirms did not end the handshake)");
         assert_eq!((refuse[0], refuse.len()), (T_REFUSE, 21), "a one-byte reason, sealed");
         let mut out = [0u8; 64];
         assert_eq!(keys.open(&refuse, &mut out).ok(), Some(1));

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use snow::Builder;
+use snow::{Builder, HandshakeState};
 
 use super::guard::{Guard, Verdict};
 use super::*;
@@ -52,11 +52,19 @@ pub const BUSY_ADDRESS: u8 = 1;
 pub const BUSY_FULL: u8 = 2;
 
 pub(super) struct ServerSession {
-    pub(super) keys: Keys,
+    /// The handshake, until the client's third message (its key and password proof).
+    pub(super) hs: Option<Box<HandshakeState>>,
+    /// The session's keys, from the client's third message on.
+    pub(super) keys: Option<Keys>,
+    /// The handshake hash after our message (what the password proof is a MAC of).
     pub(super) hash: Vec<u8>,
-    /// The client's first handshake message and our answer, to answer a repeat the same.
+    /// The client's first handshake message and our answer, to answer a repeat the same;
+    /// and its third message, to answer a repeat of it (our answer was lost) again.
     pub(super) hello: Vec<u8>,
     pub(super) welcome: Vec<u8>,
+    pub(super) confirm: Vec<u8>,
+    /// The player's static key, proven in the handshake.
+    pub(super) client_key: Option<[u8; 32]>,
     pub(super) confirmed: bool,
     pub(super) created: Instant,
     pub(super) last_seen: Instant,
@@ -232,13 +240,14 @@ pub(super) fn cookie_mac(secret: &[u8; 32], domain: &[u8], addr: SocketAddr, win
 }
 
 /// The server's `Welcome` answering a Hello's Noise message `m1` with the static key
-/// `private`: the packet, the handshake hash and the session's keys. `ephemeral`: a fixed
-/// ephemeral key (the worked example only; None draws a fresh one).
+/// `private`: the packet, the handshake hash after it (what the client's password proof
+/// is a MAC of) and the handshake, which the client's `Confirm` finishes. `ephemeral`: a
+/// fixed ephemeral key (the worked example only; None draws a fresh one).
 pub(super) fn welcome_packet(
     private: &[u8],
     m1: &[u8],
     ephemeral: Option<&[u8]>,
-) -> Option<(Vec<u8>, Vec<u8>, snow::StatelessTransportState)> {
+) -> Option<(Vec<u8>, Vec<u8>, HandshakeState)> {
     let params = NOISE.parse().ok()?;
     let b = Builder::new(params).local_private_key(private);
     let b = match ephemeral {
@@ -251,10 +260,25 @@ pub(super) fn welcome_packet(
     let mut m2 = [0u8; 256];
     let n = hs.write_message(&[], &mut m2).ok()?;
     let hash = hs.get_handshake_hash().to_vec();
-    let transport = hs.into_stateless_transport_mode().ok()?;
     let mut p = vec![T_WELCOME];
     p.extend_from_slice(&m2[..n]);
-    Some((p, hash, transport))
+    Some((p, hash, hs))
+}
+
+/// Reads the client's `Confirm` (Noise's third message, after the type byte): its
+/// password proof and its static key. A message that does not open leaves `hs` as it
+/// was (snow restores its state), so a forged `Confirm` cannot end an honest handshake.
+pub(super) fn read_confirm(hs: &mut HandshakeState, m3: &[u8]) -> Option<([u8; 32], [u8; 32])> {
+    let mut payload = [0u8; 128];
+    let n = hs.read_message(m3, &mut payload).ok()?;
+    let mut proof = [0u8; 32];
+    let mut key = [0u8; 32];
+    if n != 32 {
+        return None;
+    }
+    proof.copy_from_slice(&payload[..32]);
+    key.copy_from_slice(hs.get_remote_static()?);
+    Some((proof, key))
 }
 
 impl SecureSocket {
@@ -269,12 +293,13 @@ impl SecureSocket {
         };
         match kind_of(first) {
             T_DATA => {
-                let Some(sess) = s.sessions.get_mut(&from).filter(|x| x.confirmed) else {
+                let Some(sess) = s.sessions.get_mut(&from).filter(|x| x.confirmed && x.keys.is_some()) else {
                     self.stats.no_session += 1;
                     self.stats.dropped += 1;
                     return None;
                 };
-                let n = match sess.keys.open(data, out) {
+                let opened = sess.keys.as_mut().map_or(Err(Drop::Bad), |k| k.open(data, out));
+                let n = match opened {
                     Ok(n) => n,
                     Err(d) => return self.stats.count(d),
                 };
@@ -474,7 +499,7 @@ impl SecureSocket {
             }
             s.log_full("handshakes", format!("the handshake pool is full ({HALF_OPEN_MAX}); evicting the oldest"));
         }
-        let Some((p, hash, transport)) = welcome_packet(&s.cfg.identity.private, &data[18..50], None) else {
+        let Some((p, hash, hs)) = welcome_packet(&s.cfg.identity.private, &data[18..50], None) else {
             self.stats.unopened += 1;
             self.stats.dropped += 1;
             return;
@@ -482,10 +507,13 @@ impl SecureSocket {
         s.sessions.insert(
             from,
             ServerSession {
-                keys: Keys { transport, send_nonce: 0, replay: Replay::default() },
+                hs: Some(Box::new(hs)),
+                keys: None,
                 hash,
                 hello: data[18..50].to_vec(),
                 welcome: p.clone(),
+                confirm: Vec::new(),
+                client_key: None,
                 confirmed: false,
                 created: now,
                 last_seen: now,
@@ -512,30 +540,36 @@ impl SecureSocket {
             self.stats.dropped += 1;
             return;
         };
-        let mut buf = [0u8; 64];
-        let n = match sess.keys.open(data, &mut buf) {
-            Ok(n) => n,
-            Err(d) => {
-                self.stats.count(d);
-                return;
+        let Some(hs) = sess.hs.as_mut() else {
+            // A repeat of the Confirm we took: our Accept was lost, so it is sent again
+            // (sealed afresh) until the client's ENet connection shows it arrived.
+            let repeat = sess.confirmed && !sess.guard.connected() && data == &sess.confirm[..];
+            let again = if repeat { sess.keys.as_mut().and_then(|k| k.seal(T_ACCEPT, &[])) } else { None };
+            self.stats.dropped += 1;
+            if let Some(p) = again {
+                self.raw_send(from, &p);
             }
+            return;
         };
-        if n != 32 || sess.confirmed {
-            // Not a proof (never answered: a refusal would be larger than the request), or
-            // a repeat once in.
+        let Some((proof, key)) = read_confirm(hs, &data[1..]) else {
+            // Not this handshake's third message (never answered: a refusal would be
+            // larger than the request).
+            self.stats.unopened += 1;
             self.stats.dropped += 1;
             return;
-        }
-        let mut proof = [0u8; 32];
-        proof.copy_from_slice(&buf[..32]);
-        let fresh = sess.held.is_none();
-        if fresh {
-            sess.held = Some((proof, now));
-        }
+        };
+        let Some(transport) = sess.hs.take().and_then(|hs| hs.into_stateless_transport_mode().ok()) else {
+            self.stats.dropped += 1;
+            return;
+        };
+        sess.keys = Some(Keys { transport, send_nonce: 0, replay: Replay::default() });
+        sess.client_key = Some(key);
+        sess.confirm = data.to_vec();
+        sess.held = Some((proof, now));
         // Decided now unless other checks are waiting for a token (then in their order).
         if !s.sessions.iter().any(|(a, x)| *a != from && x.held.is_some()) {
             self.judge(from, now);
-        } else if fresh && s.cfg.password.is_some() {
+        } else if s.cfg.password.is_some() {
             self.stats.held_guesses += 1;
         }
     }
@@ -569,10 +603,10 @@ impl SecureSocket {
                 sess.last_seen = now;
                 // From here the connect deadline runs.
                 sess.created = now;
-                sess.keys.seal(T_ACCEPT, &[])
+                sess.keys.as_mut().and_then(|k| k.seal(T_ACCEPT, &[]))
             }
             Some(r) => {
-                let p = sess.keys.seal(T_REFUSE, &[r]);
+                let p = sess.keys.as_mut().and_then(|k| k.seal(T_REFUSE, &[r]));
                 s.sessions.remove(&from);
                 if r == REFUSE_WRONG_PASSWORD {
                     s.spend_guess(from.ip());
