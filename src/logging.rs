@@ -84,9 +84,20 @@ pub fn log_dir() -> Option<PathBuf> {
 /// Starts logging. With `file`, also appends to `<data dir>/logs/<file>.log` and prints
 /// where (`HAILFIRE_LOG_FILE` overrides the path).
 pub fn init(file: Option<&str>) {
-    // The media decoders' own notes ("selected vorbis mapper ...") are not the game's.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,symphonia_core=warn,symphonia_format_ogg=warn,symphonia_codec_vorbis=warn,symphonia_format_riff=warn,symphonia_codec_pcm=warn"));
+    // The media decoders' own notes ("selected vorbis mapper ...") are not the game's,
+    // whatever level the operator asked for.
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    for quiet in [
+        "symphonia_core=warn",
+        "symphonia_format_ogg=warn",
+        "symphonia_codec_vorbis=warn",
+        "symphonia_format_riff=warn",
+        "symphonia_codec_pcm=warn",
+    ] {
+        if let Ok(d) = quiet.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     let path = file.and_then(|f| match std::env::var("HAILFIRE_LOG_FILE") {
         Ok(p) => Some(PathBuf::from(p)),
         Err(_) => log_dir().map(|d| d.join(format!("{f}.log"))),
@@ -95,7 +106,14 @@ pub fn init(file: Option<&str>) {
         if let Some(dir) = p.parent() {
             let _ = fs::create_dir_all(dir);
         }
-        RotatingFile::open(p.clone(), MAX_LOG_BYTES).ok()
+        match RotatingFile::open(p.clone(), MAX_LOG_BYTES) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                // Said where the operator looks first; the log goes to standard error.
+                eprintln!("hailfire: cannot open the log file {}: {e}; logging to standard error only", p.display());
+                None
+            }
+        }
     });
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     match opened {
@@ -108,7 +126,9 @@ pub fn init(file: Option<&str>) {
             }
         }
         None => {
-            let _ = builder.with_writer(std::io::stderr).try_init();
+            // Colour only for a person at a terminal, never into a pipe or a journal.
+            use std::io::IsTerminal;
+            let _ = builder.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).try_init();
         }
     }
     crate::crash::test_crash_if_asked();

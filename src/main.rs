@@ -193,8 +193,9 @@ enum Command {
         /// this address in known_servers.
         #[arg(long)]
         accept_new_key: bool,
-        /// Once joined, run this console command on the server (repeatable; needs
-        /// --admin-password). The server's answers are printed.
+        /// Once joined, run this console command on the server (repeatable). The server
+        /// takes it from an operator's key (ops.toml) or with --admin-password; its answers
+        /// are printed, and the bot exits 1 if one was refused or not done.
         #[arg(long = "admin")]
         admin: Vec<String>,
         /// The server's admin password ($HAILFIRE_ADMIN_PASSWORD also works).
@@ -209,6 +210,14 @@ enum Command {
         /// key (`player_key` in the data folder), the one the game uses.
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
+    },
+    /// Print this machine's player key (made on first use): the short fingerprint
+    /// servers show next to your name, and the key in full, which a server's admin puts on
+    /// its allowlist or makes an operator. Back up the file it names to keep your identity.
+    Key {
+        /// Another key file (as `bot --key` uses).
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Attach to the dedicated server running with this data folder, through its local
     /// admin socket (`console.sock`, owner-only): type console commands (help lists them),
@@ -470,6 +479,7 @@ fn main() -> ExitCode {
             threads: eff.sim_threads(),
             max_sessions_per_address: eff.max_sessions_per_address,
             trusted_mods: eff.trusted_mods.clone(),
+            allowlist: eff.allowlist,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(hailfire::server::dedicated::Ended::Stopped) => ExitCode::SUCCESS,
@@ -524,14 +534,8 @@ fn main() -> ExitCode {
                 pin_as: Some(join.clone()),
                 identity: Some(identity),
             };
-            let admin = match (admin_password, admin.is_empty()) {
-                (_, true) => None,
-                (Some(p), false) => Some((p, admin)),
-                (None, false) => {
-                    eprintln!("hailfire bot: --admin needs --admin-password (or $HAILFIRE_ADMIN_PASSWORD)");
-                    return ExitCode::from(2);
-                }
-            };
+            // Without a password the server goes by the bot's key (an operator's, in ops.toml).
+            let admin = (!admin.is_empty()).then(|| (admin_password.unwrap_or_default(), admin));
             bot(
                 join,
                 count,
@@ -737,6 +741,29 @@ fn main() -> ExitCode {
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
         #[cfg(unix)]
+        Some(Command::Key { file }) => {
+            use hailfire::net::secure::Identity;
+            let path = match file.or_else(Identity::player_path) {
+                Some(p) => p,
+                None => {
+                    eprintln!("hailfire key: no data folder for the player's key");
+                    return ExitCode::from(2);
+                }
+            };
+            match Identity::load_or_create(&path) {
+                Ok(id) => {
+                    println!("player key:  {}", hailfire::server::keylist::short(&id.public));
+                    println!("in full:     {}", hailfire::net::secure::to_hex(&id.public));
+                    println!("fingerprint: {}", id.fingerprint());
+                    println!("file:        {} (back it up: without it, servers see a new player)", path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hailfire key: {}: {e}", path.display());
+                    ExitCode::from(2)
+                }
+            }
+        }
         Some(Command::Console { run, socket }) => {
             let Some(path) = socket.or_else(hailfire::server::admin_socket::default_path) else {
                 eprintln!("hailfire console: no data folder: give the socket with --socket PATH");

@@ -652,14 +652,16 @@ impl Console {
     }
 }
 
+/// A bot that stays in the hub, with a player key of its own per name (`keys/NAME.key`)
+/// unless `extra` gives one.
 fn hub_bot(data: &Path, port: u16, name: &str, seconds: &str, extra: &[&str]) -> Child {
-    hf(data)
-        .args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", seconds, "--name", name])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    let key = data.join("keys").join(format!("{name}.key"));
+    let mut c = hf(data);
+    c.args(["bot", "--join", &format!("127.0.0.1:{port}"), "--plan", "hub", "--seconds", seconds, "--name", name]);
+    if !extra.contains(&"--key") {
+        c.arg("--key").arg(&key);
+    }
+    c.args(extra).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap()
 }
 
 #[test]
@@ -678,7 +680,10 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
     wait_for(&log, &|s| s.matches("player joined").count() >= 2, 20);
     let status = console.type_line("status", &|s| s.contains("instances:") && s.contains("bob"));
     assert!(status.contains("\"Test Den\" up") && status.contains("2 of 16 player(s)"), "{status}");
-    assert!(status.contains("\"alice\" from 127.0.0.1:") && status.contains("ping"), "{status}");
+    assert!(
+        status.contains("\"alice\" [") && status.contains("] from 127.0.0.1:") && status.contains("ping"),
+        "{status}"
+    );
     assert!(status.contains("instance 0 (hub): 2 player(s)"), "{status}");
     assert!(status.contains("ms mean") && status.contains("traffic:"), "{status}");
     console.type_line("say the arena closes soon", &|s| s.contains("said to 2 player(s)"));
@@ -688,7 +693,10 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
     assert!(out.contains("joined \"Test Den\": be kind"), "the name and MOTD reached the player: {out}");
     assert!(out.contains("the server says: [server] the arena closes soon"), "{out}");
     assert!(out.contains("kicked: too loud"), "the reason reached the player: {out}");
-    console.type_line("ban bob cheating", &|s| s.contains("banned bob (127.0.0.1)"));
+    // A player on this machine's address is banned by key and name (127.0.0.1 is the
+    // operator's own: its bots, its tools).
+    console.type_line("ban bob cheating", &|s| s.contains("banned bob, key ["));
+    assert!(!console.out.lock().unwrap().contains("127.0.0.1: cheating"), "the loopback address is not banned");
     let (code, out) = finish(bob, 20);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("banned from this server: cheating"), "{out}");
@@ -706,26 +714,26 @@ fn the_console_on_a_pipe_shows_status_says_kicks_and_bans_across_a_restart_and_a
     assert_eq!(code, Some(0), "`stop` stops cleanly");
     assert!(read(&dir.path().join("bans.toml")).contains("name = \"bob\""), "the ban is in the file");
 
-    // After a restart the ban (bob's name and address) holds.
+    // After a restart the ban (bob's name and key) holds, here against the name.
     let mut console = Console::start(dir.path(), port, &log);
     let out = hub_bot(dir.path(), port, "Bob", "5", &[]).wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success() && text.contains("banned from this server: cheating"), "{text}");
-    console.type_line("bans", &|s| s.contains("bob (127.0.0.1): cheating"));
-    // Every bot here comes from 127.0.0.1: lift that, and ban a name that is not on.
-    console.type_line("unban 127.0.0.1", &|s| s.contains("lifted 1 ban(s)"));
+    console.type_line("bans", &|s| s.contains("bob, key [") && s.contains("]: cheating"));
     console.type_line("ban dave", &|s| s.contains("banned dave: banned by the server; 0 player(s)"));
     // An admin with the password lifts it from the game; a wrong password is refused.
     let out = hub_bot(dir.path(), port, "mallory", "3", &["--admin-password", "guess", "--admin", "unban dave"])
         .wait_with_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("the server says: wrong admin password"), "{text}");
+    assert!(text.contains("the server says: admin command not done: wrong admin password"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "a refused admin command fails the bot: {text}");
     let out = hub_bot(dir.path(), port, "carol", "3", &["--admin-password", "opensesame", "--admin", "unban dave"])
         .wait_with_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("the server says: lifted 1 ban(s) on dave"), "{text}");
+    assert!(out.status.success(), "a command done: {text}");
     let out = hub_bot(dir.path(), port, "dave", "2", &[]).wait_with_output().unwrap();
     assert!(out.status.success(), "dave may join again: {}", String::from_utf8_lossy(&out.stdout));
     // Three wrong passwords from one address (over several connections) and it is cut off.
@@ -1034,4 +1042,117 @@ fn hailfire_console_attaches_over_the_owner_only_socket_and_run_exits_with_meani
     let out = hf(d).args(["console", "--run", "status"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no server answers"));
+}
+
+/// `hailfire key --file F`: the short fingerprint and the key in full.
+fn key_of(d: &Path, name: &str) -> (String, String) {
+    let f = d.join("keys").join(format!("{name}.key"));
+    let out = hf(d).args(["key", "--file"]).arg(&f).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    let field =
+        |label: &str| text.lines().find_map(|l| l.strip_prefix(label)).map(|v| v.trim().to_string()).expect(label);
+    (field("player key:"), field("in full:"))
+}
+
+#[test]
+#[cfg(unix)]
+fn players_are_known_by_their_keys_for_bans_names_operators_and_the_allowlist() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("server.log");
+    let port = free_port();
+    let run = |cmd: &str| {
+        let out = hf(d).args(["console", "--run", cmd]).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let mut server = dedicated(d, port, &log, &[]);
+    wait_for(&log, &|s| s.contains("admin socket"), 20);
+    let ann = hub_bot(d, port, "ann", "60", &[]);
+    let bea = hub_bot(d, port, "bea", "60", &[]);
+    wait_for(&log, &|s| s.matches("player joined").count() >= 2, 20);
+    let (ann_fp, _) = key_of(d, "ann");
+    let (bea_fp, bea_key) = key_of(d, "bea");
+    let (_, out) = run("players");
+    assert!(out.contains(&format!("\"ann\" [{ann_fp}]")) && out.contains(&format!("\"bea\" [{bea_fp}]")), "{out}");
+    assert!(read(&log).contains(&format!("key={ann_fp}")), "the log names the key");
+
+    // Banned: by key, so another name does not help; another key from the same address
+    // is let in (the ban is not on the address).
+    let (code, out) = run("ban ann griefing");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&format!("key [{ann_fp}]")), "{out}");
+    let (_, ann_out) = finish(ann, 20);
+    assert!(ann_out.contains("banned from this server: griefing"), "{ann_out}");
+    let ann_key = d.join("keys/ann.key");
+    let out = hub_bot(d, port, "zed", "3", &["--key", ann_key.to_str().unwrap()]).wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && text.contains("banned from this server: griefing"), "{text}");
+    let out = hub_bot(d, port, "cy", "2", &[]).wait_with_output().unwrap();
+    assert!(out.status.success(), "another key from the same address plays: {}", String::from_utf8_lossy(&out.stdout));
+
+    // A name seen first with another key: shown as someone else, never merged.
+    let fake = hub_bot(d, port, "bea", "30", &["--key", d.join("keys/impostor.key").to_str().unwrap()]);
+    wait_for(&log, &|s| s.contains("first seen with another key"), 20);
+    let (imp_fp, _) = key_of(d, "impostor");
+    let (_, out) = run("players");
+    assert!(out.contains(&format!("\"bea~{}\" [{imp_fp}]", &imp_fp[..4])), "{out}");
+    assert!(out.contains(&format!("\"bea\" [{bea_fp}]")), "the first bea keeps her name: {out}");
+
+    // An operator's admin commands need no password; nobody else's do.
+    let out = hub_bot(d, port, "cy", "3", &["--admin", "say hello"]).wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "not an operator: {text}");
+    assert!(text.contains("admin command not done"), "{text}");
+    let (code, out) = run("op bea");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(std::fs::read_to_string(d.join("ops.toml")).unwrap().contains(&bea_key), "kept in ops.toml");
+    let out = hub_bot(
+        d,
+        port,
+        "bea2",
+        "3",
+        &["--key", d.join("keys/bea.key").to_str().unwrap(), "--admin", "say from an op"],
+    )
+    .wait_with_output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("said to"), "an operator's command, no password: {text}");
+    let (code, _) = run("deop nobody");
+    assert_eq!(code, Some(1));
+
+    // The allowlist, on after a restart: bea (allowed by key, while she was away) plays,
+    // cy does not; disallowing bea while she plays disconnects her.
+    let (code, out) = run(&format!("allow {bea_key}"));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("the allowlist is off"), "{out}");
+    run("kick bea");
+    run(&format!("kick bea~{}", &imp_fp[..4]));
+    let _ = finish(bea, 20);
+    let _ = finish(fake, 20);
+    run("stop");
+    server.wait().unwrap();
+    let toml = d.join("server.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace("allowlist = false", "allowlist = true");
+    std::fs::write(&toml, text).unwrap();
+    let mut server = dedicated(d, port, &log, &[]);
+    wait_for(&log, &|s| s.contains("allowlist=on"), 20);
+    let out = hub_bot(d, port, "cy", "3", &[]).wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && text.contains("only the players on its allowlist"), "{text}");
+    let before = read(&log).matches("player joined").count();
+    let bea = hub_bot(d, port, "bea", "60", &[]);
+    wait_for(&log, &|s| s.matches("player joined").count() > before, 20);
+    let (code, out) = run("disallow bea");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("1 disconnected"), "{out}");
+    let (_, bea_out) = finish(bea, 20);
+    assert!(bea_out.contains("taken off this server's allowlist"), "{bea_out}");
+    for f in ["ops.toml", "allowlist.toml", "bans.toml", "known_players.toml", "server.toml"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(d.join(f)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{f} is the owner's only");
+    }
+    run("stop");
+    server.wait().unwrap();
 }

@@ -332,6 +332,8 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
     let mut left = vec![false; bots.len()];
     // Per bot: whether its joining was printed, and notices printed so far.
     let mut told = vec![(false, 0u64, 0usize); bots.len()];
+    // The first answer saying an admin command was refused or not done.
+    let mut admin_failed: Option<String> = None;
     // Per bot: the places it saw (a spectator follows its player from place to place).
     let mut seen: Vec<Vec<String>> = vec![Vec::new(); bots.len()];
     while start.elapsed().as_secs_f64() < opts.seconds {
@@ -373,6 +375,9 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
             let fresh = (c.notices_seen - told[i].1).min(c.notices.len() as u64) as usize;
             for n in c.notices.iter().skip(c.notices.len() - fresh) {
                 println!("bot {}: the server says: {n}", c.name);
+                if i == 0 && opts.admin.is_some() && n.starts_with(crate::server::ADMIN_REFUSED) {
+                    admin_failed = Some(n.clone());
+                }
             }
             told[i].1 = c.notices_seen;
         }
@@ -433,12 +438,26 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
         .map(|(i, (c, brain))| {
             let st = c.net.stats(0);
             let mut problem = None;
+            // A stop or restart the bot asked for ends its connection as asked.
+            let asked_stop = i == 0
+                && opts.admin.as_ref().is_some_and(|(_, cmds)| {
+                    cmds.iter().any(|c| {
+                        let w = c.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+                        ["stop", "restart", "quit", "exit"].contains(&w.as_str())
+                    })
+                });
             match &c.phase {
+                Phase::Failed(why) if asked_stop && why.contains("shutting down") => {}
                 Phase::Failed(why) => problem = Some(format!("could not stay connected: {why}")),
                 Phase::Connecting => problem = Some("never joined".to_string()),
                 _ => {}
             }
             let known = c.defs().is_none_or(|d| d.dungeon(&brain.dungeon).is_some());
+            if i == 0 && problem.is_none() {
+                if let Some(n) = &admin_failed {
+                    problem = Some(n.clone());
+                }
+            }
             if problem.is_none() && opts.plan != Plan::Hub && !known {
                 let have: Vec<String> = c.defs().map_or(Vec::new(), |d| d.dungeons.iter().map(|g| g.id.clone()).collect());
                 problem = Some(format!("the server has no dungeon '{}' (it has: {})", brain.dungeon, have.join(", ")));

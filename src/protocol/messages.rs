@@ -94,11 +94,12 @@ pub enum ClientMsg {
     /// client draws enemies and the boss, in quarter ticks (lag compensation; the server
     /// clamps it to `LAG_COMP_MAX_TICKS`). 24 bytes with 3 frames.
     Input { newest_tick: u32, snap_ack: Option<u32>, lead: u8, view: u8, frames: Vec<WireInput> },
-    /// Type 5, CONTROL. A console command from a player who knows the server's admin
-    /// password (`admin_password` in server.toml). Only ever sent inside the encrypted
-    /// session, so the password is not exposed on the way; the server answers with
-    /// `Notice`s and cuts off a player who guesses wrong three times.
-    /// `u8 type, str password (1..=64 bytes), str command (1..=200 bytes)`.
+    /// Type 5, CONTROL. A console command from an operator (a player whose key is in the
+    /// server's ops.toml; the password may then be empty) or a player who knows the
+    /// server's admin password (`admin_password` in server.toml). Only ever sent inside the
+    /// encrypted session, so the password is not exposed on the way; the server answers
+    /// with `Notice`s and cuts off a player who guesses wrong three times.
+    /// `u8 type, str password (0..=64 bytes), str command (1..=200 bytes)`.
     Admin { password: String, command: String },
     /// Type 6, CONTROL, in the hub: fly this ship (an index into the content's ships by
     /// id). The server checks only that it exists: unlocking by stars is the player's
@@ -238,7 +239,8 @@ impl ClientMsg {
             T_ADMIN => {
                 let password = r.str(MAX_ADMIN_PASSWORD, "admin password")?;
                 let command = r.str(MAX_COMMAND, "command")?;
-                if password.is_empty() || command.trim().is_empty() {
+                // An empty password: an operator, known by their key.
+                if command.trim().is_empty() {
                     return Err(DecodeError::BadValue("command"));
                 }
                 ClientMsg::Admin { password, command }

@@ -56,7 +56,10 @@ pub use wire::DecodeError;
 ///   `Input` carries `u8 view` (lag compensation); client message 7 `Watch` (spectators).
 /// - 12: content format 5 (mods' sprites and sounds, and which looks use a sprite);
 ///   `People` (type 23: who plays where, for the hub's Watch button).
-pub const PROTOCOL_VERSION: u16 = 12;
+/// - 13: players have keys (secure layer 4, Noise XX); `Admin` may carry an empty password
+///   (an operator, known by their key); an answer to an admin command that was not done
+///   starts with "admin command not done: ".
+pub const PROTOCOL_VERSION: u16 = 13;
 
 /// How a `Notice` of a fight the server stopped begins: the run summary shows it.
 pub const STOPPED_NOTICE: &str = "The fight was stopped: ";

@@ -36,6 +36,8 @@ pub struct ServerFile {
     pub max_sessions_per_address: usize,
     /// Where Prometheus metrics are served over HTTP (empty: nowhere).
     pub metrics_bind: String,
+    /// Admit only the players on `allowlist.toml` (beside this file).
+    pub allowlist: bool,
 }
 
 impl Default for ServerFile {
@@ -58,6 +60,7 @@ impl Default for ServerFile {
             threads: 0,
             max_sessions_per_address: crate::net::secure::DEFAULT_SESSIONS_PER_ADDRESS,
             metrics_bind: String::new(),
+            allowlist: false,
         }
     }
 }
@@ -118,7 +121,12 @@ pub fn default_text() -> String {
          # tick time, traffic, dropped datagrams by reason...), e.g. \"127.0.0.1:9108\".\n\
          # Empty: off. Anyone who can reach it can read it: keep it on 127.0.0.1 or a\n\
          # private network.\n\
-         metrics_bind = \"\"\n",
+         metrics_bind = \"\"\n\n\
+         # Admit only the players on allowlist.toml (beside this file), kept by the\n\
+         # console's `allow NAME` and `disallow NAME`. Players are known by the key their\n\
+         # game proves when it joins, not by the name they type. ops.toml (`op NAME`) lists\n\
+         # the players whose admin commands need no admin password.\n\
+         allowlist = false\n",
         d.name,
         d.bind,
         d.max_players,
@@ -217,13 +225,20 @@ impl ServerFile {
             if !create {
                 return Err(format!("{}: no such file", path.display()));
             }
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-            }
-            std::fs::write(path, default_text()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            // Owner-only (it may hold passwords), and whole or not at all: a full disk
+            // must not leave an empty file that every later start reads as the defaults.
+            super::keylist::write_private(path, &default_text())
+                .map_err(|e| format!("{e} (the server's first-run settings; nothing was written)"))?;
             return Ok(ServerFile::default());
         }
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if text.trim().is_empty() {
+            return Err(format!(
+                "{} is empty (a write that failed, on a full disk?): delete it and the default settings are \
+                 written again, or fill it in",
+                path.display()
+            ));
+        }
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -238,7 +253,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -256,6 +271,7 @@ impl ServerFile {
             shown.threads,
             shown.max_sessions_per_address,
             shown.metrics_bind,
+            shown.allowlist,
         )
     }
 }

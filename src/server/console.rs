@@ -2,8 +2,9 @@
 //! pipe), the same commands from admins in the game, tick-cost accounting, the periodic
 //! status line and the "falling behind" warning.
 //!
-//! Commands: `help`, `status`, `players`, `kick NAME|ID [reason]`, `ban NAME|ID|ADDRESS
-//! [reason]`, `unban NAME|ADDRESS`, `bans`, `say TEXT`, `reload`, `stop`. A name with
+//! Commands: `help`, `status`, `players`, `kick NAME|ID [reason]`, `ban NAME|ID|KEY|ADDRESS
+//! [reason]`, `unban NAME|KEY|ADDRESS`, `bans`, `allow`/`disallow`/`allowlist`,
+//! `op`/`deop`/`ops`, `say TEXT`, `reload`, `record`, `stop`, `restart`. A name with
 //! spaces is written in double quotes.
 
 use std::collections::VecDeque;
@@ -35,6 +36,22 @@ pub enum Command {
         who: String,
     },
     Bans,
+    /// Allowlist and operators: by a connected player's name or id, or a key in full
+    /// (`disallow` and `deop` also by name or short fingerprint).
+    Allow {
+        who: String,
+    },
+    Disallow {
+        who: String,
+    },
+    Allowlist,
+    Op {
+        who: String,
+    },
+    Deop {
+        who: String,
+    },
+    Ops,
     Say {
         text: String,
     },
@@ -67,9 +84,19 @@ commands:
   status                        players, instances, tick cost, uptime, traffic
   players                       who is connected: id, name, address, ping, loss, where
   kick NAME|ID [reason]         disconnect a player; they see the reason
-  ban NAME|ID|ADDRESS [reason]  keep a player (their name and address) or an address out
-  unban NAME|ADDRESS            lift a ban
+  ban NAME|ID|KEY|ADDRESS [reason]
+                                keep a player (their key, name and address), a key
+                                or an address out
+  unban NAME|KEY|ADDRESS        lift a ban (KEY: in full, or the [ab12:cd34] shown)
   bans                          the ban list
+  allow NAME|ID|KEY             put a player's key on the allowlist (in force with
+                                allowlist = true in server.toml)
+  disallow NAME|KEY             take a player off it (they are disconnected)
+  allowlist                     who is on it
+  op NAME|ID|KEY                make a player an operator: their admin commands need
+                                no admin password
+  deop NAME|KEY                 take that away
+  ops                           the operators
   say TEXT                      a message every player reads
   reload                        reload the mods (fights that start after use them)
   stop [SECONDS] [message]      disconnect everyone (they read \"the server is shutting
@@ -124,6 +151,14 @@ impl Command {
             },
             "unban" => Command::Unban { who: need("unban", "a name or an address: unban NAME")? },
             "bans" => Command::Bans,
+            "allow" => Command::Allow { who: need("allow", "a player's name or id, or a key: allow NAME")? },
+            "disallow" => {
+                Command::Disallow { who: need("disallow", "a name or a key on the allowlist: disallow NAME")? }
+            }
+            "allowlist" => Command::Allowlist,
+            "op" => Command::Op { who: need("op", "a player's name or id, or a key: op NAME")? },
+            "deop" => Command::Deop { who: need("deop", "an operator's name or key: deop NAME")? },
+            "ops" => Command::Ops,
             "say" if rest.trim().is_empty() => return Err("say needs the text to send: say TEXT".into()),
             "say" => Command::Say { text: rest.trim().to_string() },
             "reload" => Command::Reload,
@@ -393,7 +428,13 @@ impl Ops {
             }
         }
         for (from, line) in lines {
-            let out = self.run(server, &line, reload.as_deref_mut());
+            let (ok, mut out) = self.run_checked(server, &line, reload.as_deref_mut());
+            if !ok && from.is_some() {
+                // An admin in the game learns it was not done (their tool's exit status).
+                if let Some(first) = out.first_mut() {
+                    *first = format!("{}{first}", super::ADMIN_REFUSED);
+                }
+            }
             match from {
                 None => {
                     // Never println!: a closed standard output must not stop the server.
@@ -555,6 +596,30 @@ impl Ops {
                     vec!["nobody is banned".into()]
                 } else {
                     server.bans.bans.iter().map(|b| b.describe()).collect()
+                }
+            }
+            Command::Allow { who } => one(server.allow(&who)),
+            Command::Disallow { who } => one(server.disallow(&who)),
+            Command::Op { who } => one(server.op(&who)),
+            Command::Deop { who } => one(server.deop(&who)),
+            Command::Allowlist => {
+                let state = if server.config.allowlist {
+                    "the allowlist is on: only these players may join"
+                } else {
+                    "the allowlist is off (allowlist = true in server.toml turns it on)"
+                };
+                let mut out = vec![state.to_string()];
+                if server.allowlist.entries.is_empty() {
+                    out.push("  (nobody)".into());
+                }
+                out.extend(server.allowlist.entries.iter().map(|e| format!("  {}", e.describe())));
+                out
+            }
+            Command::Ops => {
+                if server.ops.entries.is_empty() {
+                    vec!["no operators".into()]
+                } else {
+                    server.ops.entries.iter().map(|e| e.describe()).collect()
                 }
             }
             Command::Say { text } => {

@@ -38,8 +38,11 @@ pub struct DedicatedOptions {
     pub motd: String,
     /// Players sending this with an admin command may run it (None: nobody).
     pub admin_password: Option<String>,
-    /// Where bans are kept (None: in memory only).
+    /// Where bans are kept (None: in memory only). The allowlist, the operators, the
+    /// names seen and the records live beside it.
     pub ban_list: Option<std::path::PathBuf>,
+    /// Admit only the players on the allowlist.
+    pub allowlist: bool,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
@@ -277,6 +280,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         name: opts.name.clone(),
         motd: opts.motd.clone(),
         admin_password: opts.admin_password.clone(),
+        allowlist: opts.allowlist,
         threads: opts.threads,
         trusted_mods: opts.trusted_mods.clone(),
         ..Default::default()
@@ -293,6 +297,26 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         }
         info!(dungeons = records.dungeons.len(), file = %at.display(), "records");
         server.records = records;
+        use super::keylist::{KeyList, ALLOWLIST_HEADER, KNOWN_HEADER, OPS_HEADER};
+        let beside = |name: &str| path.parent().map_or_else(|| name.into(), |d| d.join(name));
+        server.allowlist = KeyList::load(&beside("allowlist.toml"), ALLOWLIST_HEADER).map_err(anyhow::Error::msg)?;
+        server.ops = KeyList::load(&beside("ops.toml"), OPS_HEADER).map_err(anyhow::Error::msg)?;
+        // The names seen are the server's own memory: a damaged file is set aside, not fatal.
+        let known = beside("known_players.toml");
+        server.known = KeyList::load(&known, KNOWN_HEADER).unwrap_or_else(|e| {
+            warn!("{e}; starting a new list (the old one is kept as known_players.toml.bad)");
+            let _ = std::fs::rename(&known, known.with_extension("toml.bad"));
+            let mut fresh = KeyList::in_memory(KNOWN_HEADER);
+            fresh.path = Some(known.clone());
+            fresh
+        });
+        info!(
+            allowlist = %if opts.allowlist { "on" } else { "off" },
+            allowed = server.allowlist.entries.len(),
+            operators = server.ops.entries.len(),
+            names_seen = server.known.entries.len(),
+            "players by key"
+        );
     }
     info!(
         digest = %server.content.digest.short(),

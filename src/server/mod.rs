@@ -9,6 +9,7 @@ pub mod config;
 pub mod console;
 pub mod dedicated;
 pub mod flood;
+pub mod keylist;
 pub mod listen;
 pub mod metrics;
 pub mod recorder;
@@ -94,6 +95,8 @@ pub struct ServerConfig {
     pub admin_password: Option<String>,
     /// Where host-and-play keeps its bans (None: in memory, for this game only).
     pub ban_list: Option<std::path::PathBuf>,
+    /// Admit only players whose key is on the allowlist (the host always plays).
+    pub allowlist: bool,
     /// Threads that tick instances side by side (1: the server's own thread).
     pub threads: usize,
     /// Mods whose scripts run in this process; the others (but the base game) in workers.
@@ -111,6 +114,7 @@ impl Default for ServerConfig {
             motd: String::new(),
             admin_password: None,
             ban_list: None,
+            allowlist: false,
             threads: 1,
             trusted_mods: Vec::new(),
         }
@@ -146,6 +150,9 @@ enum PeerState {
 struct Peer {
     state: PeerState,
     name: String,
+    /// The key the player's game proved in the secure handshake (None: the host of
+    /// host-and-play, over the in-process pipe).
+    key: Option<[u8; 32]>,
     /// The instance this peer was last told it is in.
     instance: Option<InstanceId>,
     malformed: u32,
@@ -225,8 +232,15 @@ pub struct Server<T: Transport> {
     pending: BTreeMap<InstanceId, Vec<WireEvent>>,
     /// The mods the running content holds (a reload that would refuse one is refused).
     loaded_mods: Vec<String>,
-    /// Names and addresses refused at the door.
+    /// Keys, names and addresses refused at the door.
     pub bans: bans::BanList,
+    /// The players admitted when `config.allowlist` is on (`allowlist.toml`).
+    pub allowlist: keylist::KeyList,
+    /// Players whose admin commands need no password (`ops.toml`).
+    pub ops: keylist::KeyList,
+    /// The key each name was first seen with (`known_players.toml`): a second key under a
+    /// known name is shown as someone else, never merged.
+    pub known: keylist::KeyList,
     /// Each dungeon's fastest clear and best score (`records.toml` on a dedicated server).
     pub records: records::Records,
     /// Host and play: the host's pause switch (None: this server never pauses).
@@ -242,6 +256,16 @@ pub struct Server<T: Transport> {
     pub stopped: std::collections::VecDeque<(std::time::SystemTime, String)>,
     /// A player changed ship: the hub's roster (which says who flies what) goes out again.
     ship_changed: bool,
+}
+
+/// How an answer to an admin's command starts when the command was refused (no right to
+/// it) or failed (it did not do what it was asked): `hailfire bot --admin` exits 1 on it.
+pub const ADMIN_REFUSED: &str = "admin command not done: ";
+
+/// How a player's key shows next to their name: ` [ab12:cd34]` (nothing for the host of
+/// host-and-play, who has no key).
+fn key_tag(key: Option<&[u8; 32]>) -> String {
+    key.map(|k| format!(" [{}]", keylist::short(k))).unwrap_or_default()
 }
 
 /// Stopped fights the console's `status` remembers.
@@ -272,6 +296,9 @@ impl<T: Transport> Server<T> {
             pending: BTreeMap::new(),
             loaded_mods: content.mods.iter().filter(|m| m.loaded).map(|m| m.id.clone()).collect(),
             bans: bans::BanList::default(),
+            allowlist: keylist::KeyList::in_memory(keylist::ALLOWLIST_HEADER),
+            ops: keylist::KeyList::in_memory(keylist::OPS_HEADER),
+            known: keylist::KeyList::in_memory(keylist::KNOWN_HEADER),
             records: records::Records::default(),
             stopped: std::collections::VecDeque::new(),
             ship_changed: false,
@@ -501,6 +528,11 @@ impl<T: Transport> Server<T> {
         if let Some(reason) = self.banned(peer, &name) {
             return self.reject(peer, RejectReason::Banned { reason });
         }
+        let key = self.net.peer_key(peer);
+        if let Some(reason) = self.not_allowed(peer, key.as_ref()) {
+            return self.reject(peer, RejectReason::Kicked { reason });
+        }
+        let name = self.name_for(&name, key.as_ref());
         // Joiners have their own room beside the players' slots: they never fill the
         // server, and one address cannot take all of that room.
         if watch.is_none() && self.world.player_count() >= self.config.max_players {
@@ -512,6 +544,7 @@ impl<T: Transport> Server<T> {
         }
         if let Some(p) = self.peers.get_mut(&peer) {
             p.name = name;
+            p.key = key;
             p.watch = watch;
         }
         if content == self.content.digest {
@@ -545,13 +578,67 @@ impl<T: Transport> Server<T> {
         self.send(peer, CH_CONTROL, &offer);
     }
 
-    /// Puts a peer that holds the server's content into the world.
-    /// Why this peer may not play (a ban on its name or address), if it may not. The host
-    /// of host-and-play (a peer with no network address) is never banned.
+    /// Why this peer may not play (a ban on its key, name or address), if it may not. The
+    /// host of host-and-play (a peer with no network address) is never banned.
     fn banned(&self, peer: PeerId, name: &str) -> Option<String> {
         let addr = self.net.peer_addr(peer)?;
-        let ban = self.bans.refuses(name, Some(addr.ip()))?;
+        let key = self.net.peer_key(peer);
+        let ban = self.bans.refuses(name, Some(addr.ip()), key.as_ref())?;
         Some(if ban.reason.is_empty() { "no reason given".to_string() } else { ban.reason.clone() })
+    }
+
+    /// Why this peer may not play on an allowlisted server, if it may not (never the host).
+    fn not_allowed(&self, peer: PeerId, key: Option<&[u8; 32]>) -> Option<String> {
+        if !self.config.allowlist || self.net.peer_addr(peer).is_none() {
+            return None;
+        }
+        match key {
+            Some(k) if self.allowlist.contains(k) => None,
+            Some(k) => {
+                info!(addr = %self.addr_of(peer), key = %keylist::short(k), "refused a join: not on the allowlist");
+                Some(format!(
+                    "this server admits only the players on its allowlist; ask its admin to `allow` your key [{}]",
+                    keylist::short(k)
+                ))
+            }
+            None => Some("this server admits only the players on its allowlist".into()),
+        }
+    }
+
+    /// The name a player is shown under: theirs, unless another key was seen with it
+    /// first; then the name with their key's first digits (`Bob~ab12`), so that nobody
+    /// can pass for someone else by typing their name. A new name is remembered.
+    fn name_for(&mut self, name: &str, key: Option<&[u8; 32]>) -> String {
+        let Some(key) = key else { return name.to_string() };
+        match self.known.by_name(name) {
+            Some(e) if e.key_bytes().as_ref() == Some(key) => name.to_string(),
+            Some(e) => {
+                let first = e.key_bytes().map(|k| keylist::short(&k)).unwrap_or_default();
+                let tag = keylist::short(key)[..4].to_string();
+                let mut base = crate::protocol::names::sanitize(name);
+                let mut end = base.len().min(crate::protocol::messages::MAX_NAME - 5);
+                while !base.is_char_boundary(end) {
+                    end -= 1;
+                }
+                base.truncate(end);
+                let shown = format!("{}~{tag}", base.trim_end());
+                warn!(
+                    name = %name,
+                    key = %keylist::short(key),
+                    first_seen_with = %first,
+                    shown = %shown,
+                    "a player joined under a name first seen with another key: shown as someone else"
+                );
+                shown
+            }
+            None => {
+                self.known.remember(key, name);
+                if let Err(e) = self.known.save() {
+                    warn!("the players' names were not saved: {e}");
+                }
+                name.to_string()
+            }
+        }
     }
 
     /// Connections watching a player (spectators).
@@ -604,7 +691,8 @@ impl<T: Transport> Server<T> {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.state = PeerState::Playing { player };
         }
-        info!(peer, player, name = %name, addr = %self.addr_of(peer), players = self.world.player_count(), "player joined");
+        let key = self.peers.get(&peer).and_then(|p| p.key).map_or("host".to_string(), |k| keylist::short(&k));
+        info!(peer, player, name = %name, key = %key, addr = %self.addr_of(peer), players = self.world.player_count(), "player joined");
         let tick = self.world.tick;
         let welcome = ServerMsg::Welcome {
             version: PROTOCOL_VERSION,
@@ -634,6 +722,7 @@ impl<T: Transport> Server<T> {
                         Peer {
                             state: PeerState::Handshake { since },
                             name: String::new(),
+                            key: None,
                             instance: None,
                             malformed: 0,
                             inputs_dropped: 0,
@@ -1216,27 +1305,34 @@ impl<T: Transport> Server<T> {
         Ok(format!("kicked {name} (player {player}): {reason}"))
     }
 
-    /// Bans `who`: a connected player (by name or id: their name and address), an IP
-    /// address, or a name not connected now. Everyone the ban covers is disconnected with
-    /// the reason, and the ban list file is saved.
+    /// Bans `who`: a connected player (by name or id: their key, their name and their
+    /// address unless it is this machine's), a key (64 hex digits), an IP address, or a
+    /// name not connected now. Everyone the ban covers is disconnected with the reason, and
+    /// the ban list file is saved.
     pub fn ban(&mut self, who: &str, reason: &str) -> Result<String, String> {
         let reason =
             if reason.trim().is_empty() { "banned by the server".to_string() } else { reason.trim().to_string() };
         let ip: Option<std::net::IpAddr> = who.parse().ok();
-        let (name, ip) = match (self.find_player(who), ip) {
-            (_, Some(ip)) => (String::new(), Some(ip)),
+        let (name, ip, key) = match (self.find_player(who), ip, keylist::parse_key(who)) {
+            (_, Some(ip), _) => (String::new(), Some(ip), None),
+            (_, None, Some(k)) => (String::new(), None, Some(k)),
             // The host of host-and-play has no address and cannot be banned.
-            (Some((peer, _, _)), None) if self.net.peer_addr(peer).is_none() => {
+            (Some((peer, _, _)), None, None) if self.net.peer_addr(peer).is_none() => {
                 return Err("that is the host of this game: it cannot be banned".into())
             }
-            (Some((peer, _, name)), None) => (name, self.net.peer_addr(peer).map(|a| a.ip())),
-            (None, None) if who.starts_with('#') || who.chars().all(|c| c.is_ascii_digit()) => {
+            (Some((peer, _, name)), None, None) => {
+                // This machine's address is the operator's own (bots, tools, the recorder):
+                // a player on it is banned by key and name only.
+                let ip = self.net.peer_addr(peer).map(|a| a.ip()).filter(|i| !i.to_canonical().is_loopback());
+                (name, ip, self.peers.get(&peer).and_then(|p| p.key))
+            }
+            (None, None, None) if who.starts_with('#') || who.chars().all(|c| c.is_ascii_digit()) => {
                 return Err(format!("no player {who} is connected (see `players`)"))
             }
-            (None, None) => (crate::protocol::names::sanitize(who), None),
+            (None, None, None) => (crate::protocol::names::sanitize(who), None, None),
         };
         // Kept in memory even if the file cannot be written: the ban holds until a restart.
-        let saved = self.bans.add(&name, ip, &reason);
+        let saved = self.bans.add(&name, ip, key.as_ref(), &reason);
         let what = self.bans.bans.last().map(|b| b.describe()).unwrap_or_default();
         // Everyone it covers goes, playing or still joining; never the host (no address).
         let covered: Vec<(PeerId, String)> = self
@@ -1246,7 +1342,7 @@ impl<T: Transport> Server<T> {
                 let addr = self.net.peer_addr(**id);
                 !matches!(p.state, PeerState::Handshake { .. })
                     && addr.is_some()
-                    && self.bans.refuses(&p.name, addr.map(|a| a.ip())).is_some()
+                    && self.bans.refuses(&p.name, addr.map(|a| a.ip()), p.key.as_ref()).is_some()
             })
             .map(|(id, p)| (*id, p.name.clone()))
             .collect();
@@ -1263,6 +1359,81 @@ impl<T: Transport> Server<T> {
             }
         };
         Ok(format!("banned {what}; {} player(s) disconnected{note}", covered.len()))
+    }
+
+    /// The key of a connected player (by name or id), or a key written in full.
+    fn key_of(&self, who: &str) -> Result<([u8; 32], String), String> {
+        if let Some(k) = keylist::parse_key(who) {
+            // Named as the server first saw it, if it has seen it.
+            let name = self.known.find(&k).map(|e| e.name.clone()).unwrap_or_default();
+            return Ok((k, name));
+        }
+        let Some((peer, _, name)) = self.find_player(who) else {
+            return Err(format!(
+                "no player '{who}' is connected: name a connected player, or give a key in full (64 hex digits; \
+                 `hailfire key` prints a player's own)"
+            ));
+        };
+        match self.peers.get(&peer).and_then(|p| p.key) {
+            Some(k) => Ok((k, name)),
+            None => Err(format!("{name} is the host of this game: the host always plays")),
+        }
+    }
+
+    /// Puts a player (by name or id, or a key) on the allowlist.
+    pub fn allow(&mut self, who: &str) -> Result<String, String> {
+        let (key, name) = self.key_of(who)?;
+        let new = self.allowlist.add(&key, &name)?;
+        info!(name = %name, key = %keylist::short(&key), "allowed");
+        let state = if self.config.allowlist { "" } else { " (the allowlist is off: allowlist = true in server.toml)" };
+        Ok(format!("{} {name} [{}] on the allowlist{state}", if new { "put" } else { "kept" }, keylist::short(&key)))
+    }
+
+    /// Takes players off the allowlist (by name, key or fingerprint); a connected player
+    /// it no longer admits is disconnected.
+    pub fn disallow(&mut self, who: &str) -> Result<String, String> {
+        let n = self.allowlist.remove(who)?;
+        if n == 0 {
+            return Err(format!("nobody on the allowlist is '{who}' (see `allowlist`)"));
+        }
+        let mut gone = 0;
+        if self.config.allowlist {
+            let out: Vec<PeerId> = self
+                .peers
+                .iter()
+                .filter(|(id, p)| {
+                    self.net.peer_addr(**id).is_some() && !p.key.is_some_and(|k| self.allowlist.contains(&k))
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            gone = out.len();
+            for peer in out {
+                let reason = "taken off this server's allowlist".to_string();
+                self.drop_peer(peer, Some(RejectReason::Kicked { reason }));
+            }
+        }
+        info!(who, removed = n, disconnected = gone, "disallowed");
+        Ok(format!("took {n} player(s) off the allowlist; {gone} disconnected"))
+    }
+
+    /// Makes a player (by name or id, or a key) an operator: admin commands without the
+    /// admin password.
+    pub fn op(&mut self, who: &str) -> Result<String, String> {
+        let (key, name) = self.key_of(who)?;
+        self.ops.add(&key, &name)?;
+        info!(name = %name, key = %keylist::short(&key), "made an operator");
+        Ok(format!("{name} [{}] is an operator: their admin commands need no password", keylist::short(&key)))
+    }
+
+    /// Takes the operator role away (by name, key or fingerprint).
+    pub fn deop(&mut self, who: &str) -> Result<String, String> {
+        match self.ops.remove(who)? {
+            0 => Err(format!("no operator is '{who}' (see `ops`)")),
+            n => {
+                info!(who, removed = n, "no longer an operator");
+                Ok(format!("{n} player(s) no longer operators"))
+            }
+        }
     }
 
     /// Lifts the bans on a name or an address.
@@ -1307,13 +1478,24 @@ impl<T: Transport> Server<T> {
     fn on_admin(&mut self, peer: PeerId, player: PlayerId, password: &str, command: String) {
         let name = self.peers.get(&peer).map(|p| p.name.clone()).unwrap_or_default();
         let addr = self.addr_of(peer);
+        // An operator's key is their proof: no password.
+        if let Some(k) = self.peers.get(&peer).and_then(|p| p.key).filter(|k| self.ops.contains(k)) {
+            info!(player, name = %name, key = %keylist::short(&k), command = %crate::protocol::names::for_log(&command), "operator command");
+            if self.admin_queue.len() < 16 {
+                self.admin_queue.push((peer, command));
+            }
+            return;
+        }
         let Some(expected) = self.config.admin_password.clone() else {
             // Logged once per connection (a client could send these as fast as it may).
             if let Some(p) = self.peers.get_mut(&peer).filter(|p| p.admin_failures == 0) {
                 p.admin_failures = 1;
                 warn!(player, name = %name, addr = %addr, "admin command refused: this server has no admin password");
             }
-            return self.notice(peer, "this server takes no admin commands (no admin_password is set)");
+            return self.notice(
+                peer,
+                &format!("{ADMIN_REFUSED}this server takes no admin commands from you (no admin_password is set and your key is not in ops.toml)"),
+            );
         };
         // Wrong passwords are counted per address over ADMIN_LOCKOUT_TICKS (reconnecting
         // does not reset them); an address over the limit is not even checked.
@@ -1349,7 +1531,7 @@ impl<T: Transport> Server<T> {
             if failures >= MAX_ADMIN_FAILURES {
                 return self.drop_peer(peer, Some(RejectReason::Kicked { reason: "wrong admin password".into() }));
             }
-            return self.notice(peer, "wrong admin password");
+            return self.notice(peer, &format!("{ADMIN_REFUSED}wrong admin password"));
         }
         info!(player, name = %name, addr = %addr, command = %crate::protocol::names::for_log(&command), "admin command");
         if self.admin_queue.len() < 16 {
@@ -1369,8 +1551,10 @@ impl<T: Transport> Server<T> {
                     PeerState::Watching { target } => {
                         let watched = self.world.player(target).map_or("?".to_string(), |t| t.name.clone());
                         return Some(format!(
-                            "spectator {:?} from {addr}: watching {watched:?} (player {target}), ping {:.0} ms",
-                            p.name, s.rtt_ms
+                            "spectator {:?}{} from {addr}: watching {watched:?} (player {target}), ping {:.0} ms",
+                            p.name,
+                            key_tag(p.key.as_ref()),
+                            s.rtt_ms
                         ));
                     }
                     _ => return None,
@@ -1384,8 +1568,9 @@ impl<T: Transport> Server<T> {
                     None => "nowhere".to_string(),
                 };
                 Some(format!(
-                    "player {player} {:?} from {addr}: ping {:.0} ms, loss {:.1} %, in {place}",
+                    "player {player} {:?}{} from {addr}: ping {:.0} ms, loss {:.1} %, in {place}",
                     p.name,
+                    key_tag(p.key.as_ref()),
                     s.rtt_ms,
                     s.loss * 100.0
                 ))
