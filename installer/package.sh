@@ -81,9 +81,14 @@ done
 install -m 0644 "$work/icons/hailfire.svg" "$deb/usr/share/icons/hicolor/scalable/apps/hailfire.svg"
 gzip -9n -c installer/linux/hailfire.6 > "$deb/usr/share/man/man6/hailfire.6.gz"
 # The server unit, for the packaged paths (the content is found beside /usr/bin).
-sed -e 's|/usr/local/bin/hailfire|/usr/bin/hailfire|' -e '/HAILFIRE_CONTENT=/d' \
-  -e 's|^#   install .*hailfire /usr/local/bin.*|#   (installed by the hailfire package)|' \
-  installer/hailfire-server.service > "$deb/usr/lib/systemd/system/hailfire-server.service"
+# Its opening comment says how to install by hand; the package did that already.
+{
+  echo "# systemd unit for a Hailfire dedicated server, installed by this package with the"
+  echo "# system user 'hailfire' (home /var/lib/hailfire). Start it at boot:"
+  echo "#   systemctl enable --now hailfire-server"
+  sed -n '/^# Settings:/,$p' installer/hailfire-server.service \
+    | sed -e 's|/usr/local/bin/hailfire|/usr/bin/hailfire|' -e '/HAILFIRE_CONTENT=/d'
+} > "$deb/usr/lib/systemd/system/hailfire-server.service"
 cp README.md docs/SERVER.md docs/MODDING.md "$deb/usr/share/doc/hailfire/"
 {
   echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"

@@ -9,6 +9,7 @@ use hailfire::client::bot::{Brain, Plan};
 use hailfire::client::replica::Replica;
 use hailfire::client::{self, Client, InputSample, Phase};
 use hailfire::content::{self, Content, ModRoot};
+use hailfire::net::secure::ClientSecurity;
 use hailfire::net::{EnetTransport, LinkProfile, LocalListener, NetEvent, Transport};
 use hailfire::protocol::content::ClientContent;
 use hailfire::protocol::messages::*;
@@ -1338,15 +1339,17 @@ fn server_reload_keeps_players_for_script_changes_and_refuses_what_it_cannot_app
 }
 
 #[test]
-fn the_host_bans_a_namesake_by_id_and_stays_and_newcomers_from_that_address_are_refused() {
+fn the_host_bans_a_namesake_by_id_and_stays_and_their_key_under_another_name_is_refused() {
     let c = base();
     let mut host = ListenServer::start(c.clone(), "127.0.0.1:0".parse().unwrap(), ServerConfig::default()).unwrap();
     let mut clients: Vec<(Client<Box<dyn Transport>>, Brain)> = vec![(
         Client::new(Box::new(host.local.connect()), "Hosty", Some(ClientContent::of(&c))),
         Brain::new(Plan::Hub, "", 1),
     )];
-    // A friend who took the host's name.
-    let net = EnetTransport::connect(host.addr).unwrap();
+    // A friend who took the host's name, with a key of their own.
+    let friend_key = hailfire::net::secure::Identity::generate().unwrap();
+    let with_key = || ClientSecurity { identity: Some(friend_key.clone()), ..ClientSecurity::trusting() };
+    let net = EnetTransport::connect_secure(host.addr, with_key()).unwrap();
     clients.push((Client::new(Box::new(net), "Hosty", Some(ClientContent::of(&c))), Brain::new(Plan::Hub, "", 2)));
     real_time_loop(&mut clients, 3.0);
     let (h, f) = (clients[0].0.player_id.expect("host joined"), clients[1].0.player_id.expect("friend joined"));
@@ -1359,10 +1362,10 @@ fn the_host_bans_a_namesake_by_id_and_stays_and_newcomers_from_that_address_are_
         "{:?}",
         clients[1].0.phase
     );
-    // Banning the host's own id is refused; a newcomer from the banned address (one whose
-    // game has no content yet) is refused before any download.
+    // Banning the host's own id is refused; the banned key under a new name (a game with
+    // no content yet) is refused before any download.
     host.command(&format!("ban {h}"));
-    let net = EnetTransport::connect(host.addr).unwrap();
+    let net = EnetTransport::connect_secure(host.addr, with_key()).unwrap();
     let mut late = vec![(Client::new(Box::new(net), "newcomer", None), Brain::new(Plan::Hub, "", 3))];
     real_time_loop(&mut late, 3.0);
     assert!(
@@ -1370,6 +1373,13 @@ fn the_host_bans_a_namesake_by_id_and_stays_and_newcomers_from_that_address_are_
         "{:?}",
         late[0].0.phase
     );
+    // Someone else on the same machine (another key) may still join: 127.0.0.1 is not
+    // banned along with the player.
+    let net = EnetTransport::connect(host.addr).unwrap();
+    let mut other =
+        vec![(Client::new(Box::new(net), "other", Some(ClientContent::of(&c))), Brain::new(Plan::Hub, "", 4))];
+    real_time_loop(&mut other, 3.0);
+    assert!(other[0].0.is_joined(), "{:?}", other[0].0.phase);
     real_time_loop(&mut clients[..1], 0.5);
     assert!(clients[0].0.is_joined(), "the host is still in");
     host.stop();
