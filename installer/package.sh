@@ -33,6 +33,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# Who the packages name as their maintainer; a release sets the real address.
+maintainer="${HAILFIRE_MAINTAINER:-The Hailfire developers <packages@hailfire.invalid>}"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 [ -n "$version" ] || { echo "package.sh: no version in Cargo.toml" >&2; exit 1; }
 if [ "$build" = 1 ]; then
@@ -70,7 +72,7 @@ mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/usr/share/hailfire" "$deb/usr/share/
   "$deb/usr/share/metainfo" "$deb/usr/share/man/man6" "$deb/usr/share/doc/hailfire" \
   "$deb/usr/lib/systemd/system" "$deb/usr/share/icons/hicolor/scalable/apps"
 install -m 0755 "$bin" "$deb/usr/bin/hailfire"
-strip --strip-debug "$deb/usr/bin/hailfire"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$deb/usr/bin/hailfire"
 cp -r content mods "$deb/usr/share/hailfire/"
 install -m 0644 installer/linux/io.hailfire.Hailfire.desktop "$deb/usr/share/applications/"
 install -m 0644 installer/linux/io.hailfire.Hailfire.metainfo.xml "$deb/usr/share/metainfo/"
@@ -115,7 +117,7 @@ cat > "$deb/DEBIAN/control" <<EOF
 Package: hailfire
 Version: $version
 Architecture: $arch
-Maintainer: The Hailfire developers <hailfire@localhost>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
 Recommends: mesa-vulkan-drivers | vulkan-icd
@@ -128,6 +130,41 @@ Description: co-op bullet-hell dungeon game
  of games on the local network, or run the dedicated server (a systemd unit,
  hailfire-server.service, is included but not enabled).
 EOF
+# The changelog Debian expects of a native package (the version's line; README.md and the
+# git history have the rest), dated by the last commit so a rebuild is the same.
+changelog() {
+  local pkg=$1 when
+  when=$(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")
+  printf '%s (%s) unstable; urgency=medium\n\n  * Release %s: see README.md.\n\n -- %s  %s\n' \
+    "$pkg" "$version" "$version" "$maintainer" "$when" | gzip -9n > "$2"
+}
+changelog hailfire "$deb/usr/share/doc/hailfire/changelog.gz"
+# Removing the package stops the server; purging it also removes its account and its
+# state (/var/lib/hailfire: settings, bans, keys, logs). A plain remove keeps them.
+cat > "$deb/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+  systemctl stop hailfire-server.service >/dev/null 2>&1 || true
+fi
+EOF
+cat > "$deb/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+  rm -rf /var/lib/hailfire
+  if getent passwd hailfire >/dev/null; then
+    userdel hailfire >/dev/null 2>&1 || true
+  fi
+  if getent group hailfire >/dev/null; then
+    groupdel hailfire >/dev/null 2>&1 || true
+  fi
+fi
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+EOF
+chmod 0755 "$deb/DEBIAN/prerm" "$deb/DEBIAN/postrm"
 cat > "$deb/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e
@@ -182,7 +219,7 @@ if [ "$build" = 1 ]; then
   mkdir -p "$sdeb/DEBIAN" "$sdeb/usr/bin" "$sdeb/usr/share/hailfire" "$sdeb/usr/lib/systemd/system" \
     "$sdeb/usr/share/doc/hailfire-server" "$sdeb/usr/share/man/man6"
   install -m 0755 "$work/hailfire-server" "$sdeb/usr/bin/hailfire"
-  strip --strip-debug "$sdeb/usr/bin/hailfire"
+  strip --strip-unneeded --remove-section=.comment --remove-section=.note "$sdeb/usr/bin/hailfire"
   cp -r content mods "$sdeb/usr/share/hailfire/"
   cp "$deb/usr/lib/systemd/system/hailfire-server.service" "$sdeb/usr/lib/systemd/system/"
   cp "$deb/usr/share/man/man6/hailfire.6.gz" "$sdeb/usr/share/man/man6/"
@@ -201,7 +238,7 @@ if [ "$build" = 1 ]; then
 Package: hailfire-server
 Version: $version
 Architecture: $arch
-Maintainer: The Hailfire developers <hailfire@localhost>
+Maintainer: $maintainer
 Installed-Size: $ssize
 Depends: $slinked
 Conflicts: hailfire
@@ -213,7 +250,8 @@ Description: co-op bullet-hell dungeon game (dedicated server)
  console), headless bots, the mod checker and replay checks. No window, GPU,
  audio or gamepad libraries. Players use the game package.
 EOF
-  cp "$deb/DEBIAN/postinst" "$sdeb/DEBIAN/postinst"
+  cp "$deb/DEBIAN/postinst" "$deb/DEBIAN/prerm" "$deb/DEBIAN/postrm" "$sdeb/DEBIAN/"
+  changelog hailfire-server "$sdeb/usr/share/doc/hailfire-server/changelog.gz"
   sdebfile="$out/hailfire-server_${version}_${arch}.deb"
   dpkg-deb --root-owner-group -Zxz --build "$sdeb" "$sdebfile" >/dev/null
   artefacts+=("$sdebfile")

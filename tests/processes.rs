@@ -584,7 +584,15 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
     // Flags out of range are refused with the range.
     let out = hf(dir.path()).args(["--dedicated", "--max-players", "0"]).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("1..=256"));
-    std::fs::write(&file, "").unwrap();
+    // An empty file (a write that failed elsewhere) is not "all defaults": it is an error,
+    // and the file is left for the operator.
+    std::fs::write(&file, "\n").unwrap();
+    let out = hf(dir.path()).args(["--dedicated", "--exit-after", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("server.toml is empty") && err.contains("delete it"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "\n");
+    std::fs::write(&file, "# every setting at its default\n").unwrap();
     let out = hf(dir.path()).args(["--dedicated", "--bind", "127.0.0.1:70000"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("a port 1..65535"), "{err}");
@@ -1155,4 +1163,58 @@ fn players_are_known_by_their_keys_for_bans_names_operators_and_the_allowlist() 
     }
     run("stop");
     server.wait().unwrap();
+}
+
+/// The first run on a full file system (a small tmpfs, filled): the server says it could
+/// not write its settings and stops, leaving no file (never an empty one that a later
+/// start would read as the defaults). Needs root for the mount; says so where it cannot.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_at_first_run_stops_the_server_with_a_clear_message_and_no_empty_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root); the full-disk case was not tried");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    // Fill it.
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(mnt.join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).and_then(|_| f.flush()).is_ok() {}
+    }
+    let out = Command::new(exe())
+        .args(["--dedicated", "--exit-after", "1", "--bind", "127.0.0.1:0"])
+        .env("HAILFIRE_CONFIG_DIR", &mnt)
+        .env("HAILFIRE_DATA_DIR", dir.path().join("data"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("server.toml") && err.contains("nothing was written"),
+        "{err}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&mnt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "filler")
+        .collect();
+    assert!(left.is_empty(), "no settings file, not even an empty one, and no temporary: {left:?}");
 }
