@@ -8,6 +8,10 @@
 #   dedicated server for 2 s from a temporary folder with a fresh HOME (their own
 #   content, found beside the binary);
 # - the checksums match;
+# - lintian reports no errors on either package (where lintian is installed; CI has it);
+# - as root, on a machine with neither package installed: the server package installs,
+#   makes its account, runs --dedicated as that account with owner-only files, keeps its
+#   state on remove and loses it (account and /var/lib/hailfire) on purge;
 # - the NSIS script compiles (with a stand-in payload that is deleted, never shipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +25,7 @@ tarball=$(ls "$dist"/hailfire-*-linux-x86_64.tar.gz | head -1)
 (cd "$dist" && sha256sum -c --quiet SHA256SUMS) || fail "SHA256SUMS does not match"
 
 listing=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/hailfire ./usr/share/hailfire/content/mod.toml ./usr/share/hailfire/mods/ \
+for f in ./usr/games/hailfire ./usr/share/hailfire/content/mod.toml ./usr/share/hailfire/mods/ \
   ./usr/share/applications/io.hailfire.Hailfire.desktop ./usr/share/metainfo/io.hailfire.Hailfire.metainfo.xml \
   ./usr/share/icons/hicolor/32x32/apps/hailfire.png ./usr/share/icons/hicolor/512x512/apps/hailfire.png \
   ./usr/share/icons/hicolor/scalable/apps/hailfire.svg ./usr/share/man/man6/hailfire.6.gz \
@@ -43,7 +47,7 @@ mkdir -p "$tmp/tar"
 tar -C "$tmp/tar" -xzf "$tarball"
 tardir=$(ls -d "$tmp"/tar/hailfire-*)
 
-layouts=("$tmp/deb/usr/bin/hailfire" "$tardir/hailfire")
+layouts=("$tmp/deb/usr/games/hailfire" "$tardir/hailfire")
 # The server package: the server build, the content and the unit, and no desktop library
 # (neither declared nor linked).
 if [ -n "$sdeb" ]; then
@@ -66,6 +70,46 @@ if [ -n "$sdeb" ]; then
   echo "ok: $sdeb ($(du -k "$sdeb" | cut -f1) KiB; Depends: $sdepends)"
 else
   fail "no server package in $dist"
+fi
+
+if command -v lintian >/dev/null; then
+  lint=$(lintian --tag-display-limit 0 "$deb" "$sdeb" 2>&1 | grep -v 'running with root privileges' || true)
+  if grep -q '^E:' <<<"$lint"; then
+    fail "lintian reports errors: $lint"
+  fi
+  echo "ok: lintian, no errors${lint:+ ($(grep -c '^W:' <<<"$lint") warning(s))}"
+  [ -z "$lint" ] || echo "$lint"
+else
+  echo "check-packages: lintian is not installed: the packages were not linted" >&2
+fi
+
+# Installing the server package for real (root only, and never over an installed one).
+if [ "$(id -u)" = 0 ] && ! dpkg -s hailfire >/dev/null 2>&1 && ! dpkg -s hailfire-server >/dev/null 2>&1 \
+  && ! getent passwd hailfire >/dev/null; then
+  dpkg -i "$sdeb" >/dev/null || fail "dpkg -i $sdeb"
+  getent passwd hailfire >/dev/null || { dpkg --purge hailfire-server; fail "the package made no hailfire account"; }
+  if ldd /usr/bin/hailfire | grep -Ei 'asound|udev|dbus|x11|xcb|wayland|vulkan'; then
+    dpkg --purge hailfire-server; fail "the installed server links a desktop library"
+  fi
+  port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  # As the unit runs it: its account, its folders, its umask.
+  out=$(cd / && umask 0077 && runuser -u hailfire -- env -i PATH=/usr/bin:/bin HAILFIRE_CONFIG_DIR=/var/lib/hailfire/config \
+    HAILFIRE_DATA_DIR=/var/lib/hailfire/data /usr/bin/hailfire --dedicated --bind "127.0.0.1:$port" --exit-after 2 \
+    </dev/null 2>&1) || { dpkg --purge hailfire-server; fail "the installed server: $out"; }
+  grep -q "server stopped cleanly" <<<"$out" || { dpkg --purge hailfire-server; fail "installed server: $out"; }
+  for f in /var/lib/hailfire/config/server.toml /var/lib/hailfire/data/server_key; do
+    mode=$(stat -c '%a %U' "$f" 2>/dev/null || echo missing)
+    [ "$mode" = "600 hailfire" ] || { dpkg --purge hailfire-server; fail "$f is $mode, not 600 hailfire"; }
+  done
+  dpkg -r hailfire-server >/dev/null || fail "dpkg -r"
+  [ -f /var/lib/hailfire/config/server.toml ] && getent passwd hailfire >/dev/null \
+    || { dpkg --purge hailfire-server; fail "remove (not purge) lost the server's state or account"; }
+  dpkg --purge hailfire-server >/dev/null || fail "dpkg --purge"
+  [ ! -e /var/lib/hailfire ] && ! getent passwd hailfire >/dev/null \
+    || fail "purge left /var/lib/hailfire or the account"
+  echo "ok: $sdeb installs, runs as its account (0600 files), keeps its state on remove, purges it"
+elif [ "$(id -u)" = 0 ]; then
+  echo "check-packages: a hailfire package or account is already here: the install check was not run" >&2
 fi
 
 # Each layout from a neutral folder with a fresh HOME: nothing from the source tree or

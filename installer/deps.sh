@@ -9,7 +9,7 @@ if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs mesa-vulkan-drivers libvulkan1 xvfb xauth xdotool imagemagick"
 fi
 if [ "${1:-}" = "--package" ]; then
-  pkgs="$pkgs dpkg-dev desktop-file-utils appstream nsis file python3"
+  pkgs="$pkgs dpkg-dev desktop-file-utils appstream nsis file python3 lintian"
 fi
 command -v dpkg >/dev/null 2>&1 || { echo "deps.sh: not a Debian-like system; install the equivalents of: $pkgs" >&2; exit 0; }
 missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done | tr '\n' ' ')

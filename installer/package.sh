@@ -64,17 +64,22 @@ if [ -n "$fonts" ]; then
 else
   echo "package.sh: warning: the font licences (epaint_default_fonts) were not found" >&2
 fi
+# Some come out of the cargo registry executable; a text is not a program.
+chmod 0644 "$lic"/*
 
 # ---------------------------------------------------------------- Debian package
 arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 deb="$work/deb"
-mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/usr/share/hailfire" "$deb/usr/share/applications" \
+# A game goes in /usr/games (Debian's policy; lintian holds a "games" package to it).
+mkdir -p "$deb/DEBIAN" "$deb/usr/games" "$deb/usr/share/hailfire" "$deb/usr/share/applications" \
   "$deb/usr/share/metainfo" "$deb/usr/share/man/man6" "$deb/usr/share/doc/hailfire" \
   "$deb/usr/lib/systemd/system" "$deb/usr/share/icons/hicolor/scalable/apps"
-install -m 0755 "$bin" "$deb/usr/bin/hailfire"
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$deb/usr/bin/hailfire"
+install -m 0755 "$bin" "$deb/usr/games/hailfire"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$deb/usr/games/hailfire"
 cp -r content mods "$deb/usr/share/hailfire/"
-install -m 0644 installer/linux/io.hailfire.Hailfire.desktop "$deb/usr/share/applications/"
+sed 's|^Exec=hailfire|Exec=/usr/games/hailfire|' installer/linux/io.hailfire.Hailfire.desktop \
+  > "$deb/usr/share/applications/io.hailfire.Hailfire.desktop"
+chmod 0644 "$deb/usr/share/applications/io.hailfire.Hailfire.desktop"
 install -m 0644 installer/linux/io.hailfire.Hailfire.metainfo.xml "$deb/usr/share/metainfo/"
 for s in 16 32 48 64 128 256 512; do
   mkdir -p "$deb/usr/share/icons/hicolor/${s}x${s}/apps"
@@ -82,14 +87,15 @@ for s in 16 32 48 64 128 256 512; do
 done
 install -m 0644 "$work/icons/hailfire.svg" "$deb/usr/share/icons/hicolor/scalable/apps/hailfire.svg"
 gzip -9n -c installer/linux/hailfire.6 > "$deb/usr/share/man/man6/hailfire.6.gz"
-# The server unit, for the packaged paths (the content is found beside /usr/bin).
+# The server unit, for the packaged paths (the content is found from the binary, in
+# ../share/hailfire). The server package's binary is in /usr/bin instead.
 # Its opening comment says how to install by hand; the package did that already.
 {
   echo "# systemd unit for a Hailfire dedicated server, installed by this package with the"
   echo "# system user 'hailfire' (home /var/lib/hailfire). Start it at boot:"
   echo "#   systemctl enable --now hailfire-server"
   sed -n '/^# Settings:/,$p' installer/hailfire-server.service \
-    | sed -e 's|/usr/local/bin/hailfire|/usr/bin/hailfire|' -e '/HAILFIRE_CONTENT=/d'
+    | sed -e 's|/usr/local/bin/hailfire|/usr/games/hailfire|' -e '/HAILFIRE_CONTENT=/d'
 } > "$deb/usr/lib/systemd/system/hailfire-server.service"
 cp README.md docs/SERVER.md docs/MODDING.md "$deb/usr/share/doc/hailfire/"
 {
@@ -108,7 +114,7 @@ cp -r "$lic" "$deb/usr/share/doc/hailfire/licenses"
 shlib=$(mktemp -d)
 mkdir -p "$shlib/debian"
 printf 'Source: hailfire\n\nPackage: hailfire\nArchitecture: any\n' > "$shlib/debian/control"
-linked=$(cd "$shlib" && dpkg-shlibdeps -O "$deb/usr/bin/hailfire" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+linked=$(cd "$shlib" && dpkg-shlibdeps -O "$deb/usr/games/hailfire" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shlib"
 [ -n "$linked" ] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 depends="$linked, libvulkan1, libxkbcommon0, libx11-6 | libwayland-client0, libxcursor1 | libwayland-cursor0"
@@ -144,8 +150,8 @@ changelog hailfire "$deb/usr/share/doc/hailfire/changelog.gz"
 cat > "$deb/DEBIAN/prerm" <<'EOF'
 #!/bin/sh
 set -e
-if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
-  systemctl stop hailfire-server.service >/dev/null 2>&1 || true
+if [ "$1" = remove ] && [ -d /run/systemd/system ] && command -v deb-systemd-invoke >/dev/null; then
+  deb-systemd-invoke stop hailfire-server.service >/dev/null 2>&1 || true
 fi
 EOF
 cat > "$deb/DEBIAN/postrm" <<'EOF'
@@ -185,7 +191,7 @@ artefacts+=("$debfile")
 name="hailfire-$version-linux-x86_64"
 tdir="$work/$name"
 mkdir -p "$tdir"
-install -m 0755 "$deb/usr/bin/hailfire" "$tdir/hailfire"
+install -m 0755 "$deb/usr/games/hailfire" "$tdir/hailfire"
 cp -r content mods README.md "$tdir/"
 cp -r "$lic" "$tdir/licenses"
 install -m 0644 "$work/icons/hailfire-256.png" "$tdir/hailfire.png"
@@ -214,14 +220,18 @@ if [ "$build" = 1 ]; then
   cp "$bin" "$work/hailfire-desktop"
   cargo build --release --no-default-features
   cp "$bin" "$work/hailfire-server"
-  cp "$work/hailfire-desktop" "$bin"
+  # Never written through: $bin is a hard link to cargo's own copy of the server build,
+  # which would then hold the game and be handed out as the server by the next build.
+  cp --remove-destination "$work/hailfire-desktop" "$bin"
   sdeb="$work/server-deb"
   mkdir -p "$sdeb/DEBIAN" "$sdeb/usr/bin" "$sdeb/usr/share/hailfire" "$sdeb/usr/lib/systemd/system" \
     "$sdeb/usr/share/doc/hailfire-server" "$sdeb/usr/share/man/man6"
   install -m 0755 "$work/hailfire-server" "$sdeb/usr/bin/hailfire"
   strip --strip-unneeded --remove-section=.comment --remove-section=.note "$sdeb/usr/bin/hailfire"
   cp -r content mods "$sdeb/usr/share/hailfire/"
-  cp "$deb/usr/lib/systemd/system/hailfire-server.service" "$sdeb/usr/lib/systemd/system/"
+  sed 's|/usr/games/hailfire|/usr/bin/hailfire|' "$deb/usr/lib/systemd/system/hailfire-server.service" \
+    > "$sdeb/usr/lib/systemd/system/hailfire-server.service"
+  chmod 0644 "$sdeb/usr/lib/systemd/system/hailfire-server.service"
   cp "$deb/usr/share/man/man6/hailfire.6.gz" "$sdeb/usr/share/man/man6/"
   cp README.md docs/SERVER.md docs/MODDING.md docs/REPLAYS.md "$sdeb/usr/share/doc/hailfire-server/"
   sed 's|/usr/share/doc/hailfire/|/usr/share/doc/hailfire-server/|' "$deb/usr/share/doc/hailfire/copyright" \
@@ -242,7 +252,7 @@ Maintainer: $maintainer
 Installed-Size: $ssize
 Depends: $slinked
 Conflicts: hailfire
-Section: games
+Section: net
 Priority: optional
 Description: co-op bullet-hell dungeon game (dedicated server)
  The Hailfire server build alone, for a VPS: the dedicated server with its
