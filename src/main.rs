@@ -29,11 +29,13 @@ struct Cli {
     /// Print the dedicated server's settings in effect (file and flags) and exit.
     #[arg(long)]
     print_config: bool,
-    /// Address and port the dedicated server listens on (default 0.0.0.0:24680).
-    #[arg(long)]
+    /// Address and port the dedicated server listens on (default 0.0.0.0:24680). Also
+    /// read from $HAILFIRE_BIND (a container's configuration).
+    #[arg(long, env = "HAILFIRE_BIND")]
     bind: Option<String>,
-    /// Most players on the server at once (1..=256; default 16).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    /// Most players on the server at once (1..=256; default 16). Also read from
+    /// $HAILFIRE_MAX_PLAYERS.
+    #[arg(long, env = "HAILFIRE_MAX_PLAYERS", value_parser = clap::value_parser!(u64).range(1..=256))]
     max_players: Option<u64>,
     /// Stop the dedicated server after this many seconds.
     #[arg(long)]
