@@ -29,7 +29,7 @@ struct Cli {
     /// Print the dedicated server's settings in effect (file and flags) and exit.
     #[arg(long)]
     print_config: bool,
-    /// Address and port the dedicated server listens on (default 0.0.0.0:24680). Also
+    /// Address and port the dedicated server listens on (default [::]:24680: IPv6 and IPv4). Also
     /// read from $HAILFIRE_BIND (a container's configuration).
     #[arg(long, env = "HAILFIRE_BIND")]
     bind: Option<String>,
@@ -458,7 +458,10 @@ fn main() -> ExitCode {
         let bind = match hailfire::net::resolve(&eff.bind) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("hailfire: bind = {}: {e} (an address and a port 1..65535, like 0.0.0.0:24680)", eff.bind);
+                eprintln!(
+                    "hailfire: bind = {}: {e} (an address and a port 1..65535, like [::]:24680 or 0.0.0.0:24680)",
+                    eff.bind
+                );
                 return ExitCode::from(2);
             }
         };
@@ -482,6 +485,7 @@ fn main() -> ExitCode {
             max_sessions_per_address: eff.max_sessions_per_address,
             trusted_mods: eff.trusted_mods.clone(),
             allowlist: eff.allowlist,
+            lan_announce: eff.lan_announce,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(hailfire::server::dedicated::Ended::Stopped) => ExitCode::SUCCESS,

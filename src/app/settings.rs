@@ -192,7 +192,8 @@ pub struct Settings {
     pub ship: String,
     /// UDP port to host on.
     pub host_port: u16,
-    /// Address to host on: "0.0.0.0" lets friends in; "127.0.0.1" keeps it to this machine.
+    /// Address to host on: "::" lets friends in over IPv6 and IPv4 ("0.0.0.0": IPv4 only);
+    /// "127.0.0.1" keeps it to this machine.
     pub host_address: String,
     pub bindings: Bindings,
     /// Mods (by id) turned off in the Mods menu: not loaded when hosting. The base game
@@ -234,7 +235,7 @@ impl Default for Settings {
             record_sessions: false,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
-            host_address: "0.0.0.0".into(),
+            host_address: "::".into(),
             bindings: default_bindings(),
             disabled_mods: Vec::new(),
             enabled_mods: Vec::new(),

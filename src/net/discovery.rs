@@ -71,8 +71,10 @@ pub fn query_one(addr: SocketAddr, timeout: Duration) -> io::Result<Found> {
 }
 
 /// Asks this machine (127.0.0.1) on `ports` and, with `broadcast`, the local network
-/// (255.255.255.255) on the same ports; gathers answers for `wait`. A server on this
-/// machine answers twice (loopback and the network): it is listed once, at 127.0.0.1.
+/// (255.255.255.255) on the same ports, and listens for servers announcing themselves
+/// (`announce`: any port); gathers answers for `wait` (an announcement comes once a
+/// second: a second or more hears every server). A server on this machine answers twice
+/// (loopback and the network): it is listed once, at 127.0.0.1.
 /// Answers from different machines are never merged, whatever they claim (the key prefix
 /// in an answer is not proof of anything).
 pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Found>> {
@@ -90,11 +92,40 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
     for t in &targets {
         let _ = socket.send_to(&q, t);
     }
+    // Servers on any port, as they announce themselves: each is asked as it is heard.
+    let (tx, heard) = std::sync::mpsc::channel();
+    let listener = std::thread::spawn(move || {
+        let _ = super::announce::listen_each(wait, |addr, _| {
+            let _ = tx.send(addr);
+        });
+    });
+    let mut asked = std::collections::BTreeSet::new();
+    // Answers to a server heard at the last moment get a little longer.
+    let mut until = wait;
     let mut found: BTreeMap<SocketAddr, Found> = BTreeMap::new();
     let mut cookies = std::collections::BTreeSet::new();
     let mut buf = [0u8; QUERY_LEN * 2];
-    while start.elapsed() < wait {
-        socket.set_read_timeout(Some((wait - start.elapsed()).max(Duration::from_millis(1))))?;
+    while start.elapsed() < until {
+        for addr in heard.try_iter() {
+            let addr: SocketAddr = match addr {
+                SocketAddr::V4(_) => addr,
+                // This socket speaks IPv4; an IPv6 server is asked on its own.
+                SocketAddr::V6(_) => {
+                    if asked.insert(addr) {
+                        if let Ok(f) = query_one(addr, Duration::from_millis(300)) {
+                            found.entry(addr).or_insert(f);
+                        }
+                    }
+                    continue;
+                }
+            };
+            if asked.insert(addr) && !targets.contains(&addr) {
+                let _ = socket.send_to(&q, addr);
+                until = until.max(start.elapsed() + Duration::from_millis(300));
+            }
+        }
+        let left = until.saturating_sub(start.elapsed());
+        socket.set_read_timeout(Some(left.clamp(Duration::from_millis(1), Duration::from_millis(50))))?;
         match socket.recv_from(&mut buf) {
             Ok((len, from)) => {
                 if let Some((got, cookie)) = read_cookie_answer(&buf[..len]) {
@@ -111,13 +142,14 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
                 let addr = SocketAddr::new(from.ip(), status.port);
                 found.entry(addr).or_insert(Found { addr, status, ping_ms });
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
             // An unreachable port on this machine answers with an ICMP error on some
             // systems (Linux: refused; Windows: reset): keep listening for the others.
             Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset) => {}
             Err(e) => return Err(e),
         }
     }
+    let _ = listener.join();
     // This machine's own servers, heard on loopback, are dropped from the network list.
     let local: Vec<([u8; 8], u16)> =
         found.values().filter(|f| f.addr.ip().is_loopback()).map(|f| (f.status.key, f.status.port)).collect();

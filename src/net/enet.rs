@@ -16,6 +16,30 @@ use super::secure::{ClientSecurity, Identity, SecureSocket, SecureStats, ServerS
 use super::{LinkStats, NetEvent, PeerId, Transport};
 use crate::protocol::{delivery, messages::MAX_PACKET, Delivery, CHANNEL_COUNT};
 
+/// Binds a UDP socket. `[::]:PORT` is dual-stack (IPv6, and IPv4 as IPv4-mapped
+/// addresses) on every OS, not only where the system's default says so; a machine
+/// without IPv6 gets `0.0.0.0:PORT` instead, with a line in the log.
+pub fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let SocketAddr::V6(v6) = addr else { return UdpSocket::bind(addr) };
+    if !v6.ip().is_unspecified() {
+        return UdpSocket::bind(addr);
+    }
+    let dual = || -> io::Result<UdpSocket> {
+        let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+        s.set_only_v6(false)?;
+        s.bind(&addr.into())?;
+        Ok(s.into())
+    };
+    match dual() {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() != io::ErrorKind::AddrInUse && e.kind() != io::ErrorKind::PermissionDenied => {
+            tracing::info!("no IPv6 here ({e}): listening on IPv4 only");
+            UdpSocket::bind(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, addr.port())))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Per-peer timeout: a silent peer is declared gone after at most this long.
 pub const PEER_TIMEOUT_MS: u32 = 5_000;
 /// ENet peers a server keeps beyond its players and joiners.
@@ -57,7 +81,7 @@ impl EnetTransport {
         if security.max_sessions == 0 {
             security.max_sessions = peers;
         }
-        Self::with_socket(SecureSocket::server(UdpSocket::bind(bind)?, security)?, peers)
+        Self::with_socket(SecureSocket::server(bind_udp(bind)?, security)?, peers)
     }
 
     /// A client connecting to `server`, trusting whatever key it presents (tests).
@@ -163,12 +187,17 @@ impl Transport for EnetTransport {
         self.host.flush();
     }
 
+    /// An IPv4 player reaching a dual-stack server (`[::]`) is shown, limited and banned
+    /// by their IPv4 address, not the IPv4-mapped IPv6 one the socket sees.
     fn peer_addr(&self, peer: PeerId) -> Option<SocketAddr> {
-        self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address())
+        let a = self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address())?;
+        Some(SocketAddr::new(a.ip().to_canonical(), a.port()))
     }
 
     fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
-        let addr = self.addrs.get(&(peer as usize)).copied().or_else(|| self.peer_addr(peer))?;
+        // The session is kept under the address as the socket sees it.
+        let raw = self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address());
+        let addr = self.addrs.get(&(peer as usize)).copied().or(raw)?;
         self.host.socket().client_key(addr)
     }
 

@@ -6,6 +6,7 @@
 //! A transport that wraps another (the conditioner; later, encryption under ENet) keeps
 //! this same interface, so nothing above it changes.
 
+pub mod announce;
 pub mod conditioner;
 pub mod discovery;
 pub mod enet;
@@ -16,12 +17,21 @@ pub use conditioner::{Conditioner, LinkProfile};
 pub use enet::EnetTransport;
 pub use local::{LocalClient, LocalListener, LocalServer};
 
-/// Resolves `host[:port]` (default port `protocol::DEFAULT_PORT`) to a socket address.
+/// Resolves what a player types to join (default port `protocol::DEFAULT_PORT`):
+/// `host`, `host:port`, `1.2.3.4[:port]`, `[2001:db8::1]:port`, `[2001:db8::1]` and a bare
+/// IPv6 literal (`::1`, `2001:db8::1`); a host name may resolve to either family.
 pub fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
-    use std::net::ToSocketAddrs;
-    let with_port = if addr.parse::<std::net::SocketAddr>().is_ok()
-        || addr.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok())
-    {
+    use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+    let addr = addr.trim();
+    if let Ok(a) = addr.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    // A bare address (IPv6 ones have colons of their own), or one in brackets.
+    let bare = addr.strip_prefix('[').and_then(|a| a.strip_suffix(']')).unwrap_or(addr);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, crate::protocol::DEFAULT_PORT));
+    }
+    let with_port = if addr.rsplit_once(':').is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok()) {
         addr.to_string()
     } else {
         format!("{addr}:{}", crate::protocol::DEFAULT_PORT)
@@ -214,5 +224,23 @@ impl Transport for Multi {
                 t.wait(step);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn what_players_type_to_join_resolves_in_either_family() {
+        let r = |s: &str| super::resolve(s).map(|a| a.to_string()).unwrap_or_else(|e| format!("error: {e}"));
+        let d = crate::protocol::DEFAULT_PORT;
+        assert_eq!(r("127.0.0.1"), format!("127.0.0.1:{d}"));
+        assert_eq!(r("127.0.0.1:5000"), "127.0.0.1:5000");
+        assert_eq!(r("::1"), format!("[::1]:{d}"), "a bare IPv6 literal");
+        assert_eq!(r("2001:db8::7"), format!("[2001:db8::7]:{d}"));
+        assert_eq!(r("[::1]"), format!("[::1]:{d}"), "in brackets, no port");
+        assert_eq!(r("[::1]:5000"), "[::1]:5000");
+        assert!(r(" localhost:5000 ").ends_with(":5000"), "a host name and a port");
+        assert!(r("localhost").ends_with(&format!(":{d}")));
+        assert!(r("no such host.invalid").starts_with("error"));
     }
 }

@@ -38,6 +38,8 @@ pub struct ServerFile {
     pub metrics_bind: String,
     /// Admit only the players on `allowlist.toml` (beside this file).
     pub allowlist: bool,
+    /// Announce the server on the local network (17 bytes a second).
+    pub lan_announce: bool,
 }
 
 impl Default for ServerFile {
@@ -45,7 +47,7 @@ impl Default for ServerFile {
         ServerFile {
             name: "A Hailfire server".into(),
             motd: String::new(),
-            bind: format!("0.0.0.0:{}", crate::protocol::DEFAULT_PORT),
+            bind: format!("[::]:{}", crate::protocol::DEFAULT_PORT),
             max_players: 16,
             max_spectators: 8,
             password: String::new(),
@@ -61,6 +63,7 @@ impl Default for ServerFile {
             max_sessions_per_address: crate::net::secure::DEFAULT_SESSIONS_PER_ADDRESS,
             metrics_bind: String::new(),
             allowlist: false,
+            lan_announce: true,
         }
     }
 }
@@ -80,7 +83,8 @@ pub fn default_text() -> String {
          # LAN and status queries answer with the name.\n\
          name = \"{}\"\n\
          motd = \"\"\n\n\
-         # Address and UDP port to listen on (0.0.0.0: every interface).\n\
+         # Address and UDP port to listen on. [::] is every interface, IPv6 and IPv4 (a\n\
+         # machine without IPv6 falls back to IPv4); 0.0.0.0 is every IPv4 interface only.\n\
          bind = \"{}\"\n\n\
          # Most players at once (1..={MAX_PLAYERS}).\n\
          max_players = {}\n\n\
@@ -126,7 +130,11 @@ pub fn default_text() -> String {
          # console's `allow NAME` and `disallow NAME`. Players are known by the key their\n\
          # game proves when it joins, not by the name they type. ops.toml (`op NAME`) lists\n\
          # the players whose admin commands need no admin password.\n\
-         allowlist = false\n",
+         allowlist = false\n\n\
+         # Announce this server on the local network once a second (a 17-byte broadcast),\n\
+         # so games on the LAN list it whatever its port. Off for a server on the internet\n\
+         # that has no LAN worth telling.\n\
+         lan_announce = true\n",
         d.name,
         d.bind,
         d.max_players,
@@ -253,7 +261,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -272,6 +280,7 @@ impl ServerFile {
             shown.max_sessions_per_address,
             shown.metrics_bind,
             shown.allowlist,
+            shown.lan_announce,
         )
     }
 }

@@ -233,6 +233,8 @@ pub struct Ops {
     metrics: Option<super::metrics::Metrics>,
     /// What status queries are answered with: kept current here.
     board: Option<crate::net::secure::StatusBoard>,
+    /// Announces the server on the local network (`lan_announce`).
+    announcer: Option<crate::net::announce::Announcer>,
     ticks: u64,
     /// Where `record` connects and writes (the dedicated server only), and the
     /// recordings running.
@@ -267,6 +269,7 @@ impl Ops {
             countdown: None,
             metrics: None,
             board: None,
+            announcer: None,
             ticks: 0,
         }
     }
@@ -315,6 +318,12 @@ impl Ops {
         self
     }
 
+    /// Announces the server on the local network once a second (see `net::announce`).
+    pub fn with_announcer(mut self, a: Option<crate::net::announce::Announcer>) -> Ops {
+        self.announcer = a;
+        self
+    }
+
     /// Takes commands from consoles attached to the admin socket at `path`.
     #[cfg(unix)]
     pub fn listen_socket(&mut self, path: &std::path::Path) -> Result<(), String> {
@@ -358,6 +367,9 @@ impl Ops {
         cost: Duration,
         mut reload: Option<&mut ModReloader>,
     ) {
+        if let Some(a) = self.announcer.as_mut() {
+            a.tick();
+        }
         if self.costs.len() == COST_WINDOW {
             self.costs.pop_front();
         }

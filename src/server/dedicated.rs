@@ -43,6 +43,8 @@ pub struct DedicatedOptions {
     pub ban_list: Option<std::path::PathBuf>,
     /// Admit only the players on the allowlist.
     pub allowlist: bool,
+    /// Announce the server on the local network once a second.
+    pub lan_announce: bool,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
@@ -248,6 +250,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
             motd: opts.motd.clone(),
             ..Default::default()
         }));
+    let key8: [u8; 8] = identity.public[..8].try_into().expect("8 bytes");
     let security = ServerSecurity {
         password: opts.password.clone(),
         per_address: opts.max_sessions_per_address,
@@ -260,7 +263,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
                 let why = match e.kind() {
                     std::io::ErrorKind::AddrInUse => "the port is in use (another server on this machine?)".to_string(),
                     std::io::ErrorKind::AddrNotAvailable => {
-                        "this machine has no such address (use 0.0.0.0 for every interface)".to_string()
+                        "this machine has no such address (use [::] or 0.0.0.0 for every interface)".to_string()
                     }
                     std::io::ErrorKind::PermissionDenied => {
                         "permission denied (ports below 1024 need privileges)".to_string()
@@ -347,7 +350,12 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         info!(mods = ?opts.trusted_mods, "trusted mods: their scripts run in this process");
     }
     println!("type `help` for the console's commands");
-    let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board);
+    let announcer = opts.lan_announce.then(|| {
+        let a = crate::net::announce::Announcer::new(opts.bind, addr.port(), key8);
+        info!(to = ?a.targets(), "announcing this server on the local network once a second (lan_announce)");
+        a
+    });
+    let mut ops = Ops::new(opts.status_every).with_stdin().with_board(board).with_announcer(announcer);
     // The local admin channel (`hailfire console`), owner-only, in the data folder.
     #[cfg(unix)]
     if let Some(path) = super::admin_socket::default_path() {

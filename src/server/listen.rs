@@ -65,6 +65,8 @@ impl ListenServer {
                 motd: config.motd.clone(),
                 ..Default::default()
             }));
+        let key8: [u8; 8] = identity.public[..8].try_into().expect("8 bytes");
+        let config_announce = config.lan_announce;
         let security = ServerSecurity { status: Some(board.clone()), ..ServerSecurity::new(identity) };
         let (tx, rx) = mpsc::channel();
         let (commands, cmd_rx) = mpsc::channel();
@@ -88,6 +90,7 @@ impl ListenServer {
                     }
                 };
                 let local_addr = enet.local_addr();
+                let port = local_addr.as_ref().map(|a| a.port()).ok();
                 if let (Ok(a), Ok(mut b)) = (&local_addr, board.lock()) {
                     b.port = a.port();
                 }
@@ -108,9 +111,14 @@ impl ListenServer {
                         None
                     }
                 });
+                let announcer = match (port, config_announce) {
+                    (Some(p), true) => Some(crate::net::announce::Announcer::new(bind, p, key8)),
+                    _ => None,
+                };
                 let mut ops = super::console::Ops::new(Some(std::time::Duration::from_secs(300)))
                     .with_commands(cmd_rx)
-                    .with_board(board);
+                    .with_board(board)
+                    .with_announcer(announcer);
                 run_loop(&mut server, &s2, None, reloader.as_mut(), &mut ops);
                 server.shutdown();
             })

@@ -97,6 +97,9 @@ pub struct ServerConfig {
     pub ban_list: Option<std::path::PathBuf>,
     /// Admit only players whose key is on the allowlist (the host always plays).
     pub allowlist: bool,
+    /// Announce the server on the local network (any port is then found by the Join
+    /// menu and `hailfire servers --lan`).
+    pub lan_announce: bool,
     /// Threads that tick instances side by side (1: the server's own thread).
     pub threads: usize,
     /// Mods whose scripts run in this process; the others (but the base game) in workers.
@@ -115,6 +118,7 @@ impl Default for ServerConfig {
             admin_password: None,
             ban_list: None,
             allowlist: false,
+            lan_announce: true,
             threads: 1,
             trusted_mods: Vec::new(),
         }

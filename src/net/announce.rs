@@ -1,0 +1,267 @@
+//! LAN announcements: a server on any port tells its local network it is there, so the
+//! Join menu and `hailfire servers --lan` list it without knowing the port (the fixed
+//! port scan stays as a fallback, for networks that drop broadcasts).
+//!
+//! Once a second a server sends a 17-byte datagram to UDP port `ANNOUNCE_PORT` on every
+//! IPv4 interface's broadcast address, on the IPv6 all-nodes address (`ff02::1`), and on
+//! this machine's loopback: `"HFan", u8 version 1, u16 game port, u16 protocol, [8] the
+//! start of the server's public key` (little-endian). It says nothing a status query
+//! would not, and is no larger than it must be: a listener that hears it asks the server
+//! itself (the status query, with its cookie and budgets) for the name and players.
+//! A server bound to a loopback address announces on loopback only.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// Where announcements go (`$HAILFIRE_ANNOUNCE_PORT` moves it, for tests).
+pub const ANNOUNCE_PORT: u16 = 24679;
+/// How often a server announces itself.
+pub const EVERY: Duration = Duration::from_secs(1);
+const MAGIC: &[u8; 4] = b"HFan";
+const VERSION: u8 = 1;
+pub const LEN: usize = 17;
+
+pub fn port() -> u16 {
+    std::env::var("HAILFIRE_ANNOUNCE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(ANNOUNCE_PORT)
+}
+
+/// What a server announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Announcement {
+    pub port: u16,
+    pub protocol: u16,
+    pub key: [u8; 8],
+}
+
+impl Announcement {
+    pub fn encode(&self) -> [u8; LEN] {
+        let mut p = [0u8; LEN];
+        p[..4].copy_from_slice(MAGIC);
+        p[4] = VERSION;
+        p[5..7].copy_from_slice(&self.port.to_le_bytes());
+        p[7..9].copy_from_slice(&self.protocol.to_le_bytes());
+        p[9..].copy_from_slice(&self.key);
+        p
+    }
+
+    /// An announcement, if `data` is exactly one (anything else is ignored).
+    pub fn decode(data: &[u8]) -> Option<Announcement> {
+        if data.len() != LEN || &data[..4] != MAGIC || data[4] != VERSION {
+            return None;
+        }
+        let port = u16::from_le_bytes([data[5], data[6]]);
+        if port == 0 {
+            return None;
+        }
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&data[9..]);
+        Some(Announcement { port, protocol: u16::from_le_bytes([data[7], data[8]]), key })
+    }
+}
+
+/// A server's announcer: ticked by its loop, it sends at most once per `EVERY`.
+pub struct Announcer {
+    v4: Option<UdpSocket>,
+    v6: Option<UdpSocket>,
+    targets: Vec<SocketAddr>,
+    packet: [u8; LEN],
+    last: Option<Instant>,
+    loopback_only: bool,
+}
+
+impl Announcer {
+    /// For a server listening on `bind` (its game port `port`, after binding).
+    pub fn new(bind: SocketAddr, port: u16, key: [u8; 8]) -> Announcer {
+        let packet = Announcement { port, protocol: crate::protocol::PROTOCOL_VERSION, key }.encode();
+        let loopback_only = bind.ip().to_canonical().is_loopback();
+        let v4_src = match bind.ip() {
+            IpAddr::V4(a) => a,
+            IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+        };
+        let v4 = UdpSocket::bind((if loopback_only { Ipv4Addr::LOCALHOST } else { v4_src }, 0)).ok();
+        if let Some(s) = &v4 {
+            let _ = s.set_broadcast(true);
+            let _ = s.set_nonblocking(true);
+        }
+        let v6 = (!loopback_only && bind.is_ipv6()).then(|| UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).ok()).flatten();
+        if let Some(s) = &v6 {
+            let _ = s.set_nonblocking(true);
+        }
+        let mut a = Announcer { v4, v6, targets: Vec::new(), packet, last: None, loopback_only };
+        a.refresh_targets(v4_src);
+        a
+    }
+
+    fn refresh_targets(&mut self, v4_src: Ipv4Addr) {
+        let p = port();
+        let mut t = vec![SocketAddr::from((Ipv4Addr::LOCALHOST, p))];
+        if !self.loopback_only {
+            for b in broadcast_addresses() {
+                // A server bound to one address announces on that address's network only.
+                if v4_src.is_unspecified() || b.0 == v4_src {
+                    t.push(SocketAddr::from((b.1, p)));
+                }
+            }
+            if v4_src.is_unspecified() {
+                t.push(SocketAddr::from((Ipv4Addr::BROADCAST, p)));
+            }
+            t.push(SocketAddr::from((Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1), p)));
+        }
+        t.sort();
+        t.dedup();
+        self.targets = t;
+    }
+
+    /// Sends the announcement if it is due. Never blocks; errors (no network, a
+    /// firewall) are ignored: the port scan still finds the server.
+    pub fn tick(&mut self) {
+        if self.last.is_some_and(|t| t.elapsed() < EVERY) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        for t in &self.targets {
+            let s = if t.is_ipv4() { self.v4.as_ref() } else { self.v6.as_ref() };
+            if let Some(s) = s {
+                let _ = s.send_to(&self.packet, t);
+            }
+        }
+    }
+
+    pub fn targets(&self) -> &[SocketAddr] {
+        &self.targets
+    }
+}
+
+/// Each IPv4 interface's (address, broadcast address), loopback left out.
+#[cfg(unix)]
+fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
+    let mut out = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list we only read, then free once.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return out;
+        }
+        let mut cur = list;
+        while !cur.is_null() {
+            let i = &*cur;
+            let flags = i.ifa_flags;
+            if !i.ifa_addr.is_null()
+                && (*i.ifa_addr).sa_family as i32 == libc::AF_INET
+                && flags & libc::IFF_BROADCAST as u32 != 0
+                && flags & libc::IFF_UP as u32 != 0
+                && flags & libc::IFF_LOOPBACK as u32 == 0
+            {
+                let a = &*(i.ifa_addr as *const libc::sockaddr_in);
+                let addr = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                let b = i.ifa_ifu;
+                #[cfg(not(any(target_os = "linux", target_os = "android")))]
+                let b = i.ifa_dstaddr;
+                if !b.is_null() && (*b).sa_family as i32 == libc::AF_INET {
+                    let b = &*(b as *const libc::sockaddr_in);
+                    out.push((addr, Ipv4Addr::from(u32::from_be(b.sin_addr.s_addr))));
+                }
+            }
+            cur = i.ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    out
+}
+
+#[cfg(not(unix))]
+fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
+    Vec::new()
+}
+
+/// Listens for announcements for `wait`: each server heard, as (its address with its game
+/// port, what it announced). Several listeners on one machine each hear every broadcast
+/// (the port is shared).
+pub fn listen(wait: Duration) -> io::Result<Vec<(SocketAddr, Announcement)>> {
+    let mut heard = Vec::new();
+    listen_each(wait, |a, x| heard.push((a, x)))?;
+    Ok(heard)
+}
+
+/// [`listen`], calling `each` as each new server is heard.
+pub fn listen_each(wait: Duration, mut each: impl FnMut(SocketAddr, Announcement)) -> io::Result<()> {
+    let p = port();
+    let mut sockets = Vec::new();
+    for (domain, addr) in [
+        (socket2::Domain::IPV4, SocketAddr::from((Ipv4Addr::UNSPECIFIED, p))),
+        (socket2::Domain::IPV6, SocketAddr::from((Ipv6Addr::UNSPECIFIED, p))),
+    ] {
+        let open = || -> io::Result<UdpSocket> {
+            let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+            s.set_reuse_address(true)?;
+            #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]
+            s.set_reuse_port(true)?;
+            if domain == socket2::Domain::IPV6 {
+                s.set_only_v6(true)?;
+            }
+            s.bind(&addr.into())?;
+            s.set_nonblocking(true)?;
+            Ok(s.into())
+        };
+        match open() {
+            Ok(s) => sockets.push(s),
+            // No IPv6 here: IPv4 alone.
+            Err(_) if domain == socket2::Domain::IPV6 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let start = Instant::now();
+    let mut heard: Vec<SocketAddr> = Vec::new();
+    let mut buf = [0u8; 64];
+    while start.elapsed() < wait {
+        let mut got = false;
+        for s in &sockets {
+            while let Ok((n, from)) = s.recv_from(&mut buf) {
+                got = true;
+                if let Some(a) = Announcement::decode(&buf[..n]) {
+                    let addr = SocketAddr::new(from.ip().to_canonical(), a.port);
+                    if !heard.contains(&addr) && heard.len() < 256 {
+                        heard.push(addr);
+                        each(addr, a);
+                    }
+                }
+            }
+        }
+        if !got {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announcements_round_trip_and_anything_else_is_ignored() {
+        let a = Announcement { port: 31337, protocol: 13, key: [1, 2, 3, 4, 5, 6, 7, 8] };
+        let p = a.encode();
+        assert_eq!(p.len(), LEN);
+        assert_eq!(Announcement::decode(&p), Some(a));
+        assert_eq!(Announcement::decode(&p[..16]), None);
+        let mut bad = p;
+        bad[4] = 2;
+        assert_eq!(Announcement::decode(&bad), None, "another version");
+        let mut zero = p;
+        zero[5] = 0;
+        zero[6] = 0;
+        assert_eq!(Announcement::decode(&zero), None, "port 0");
+        assert_eq!(Announcement::decode(b"HFan\x01garbage garbage"), None);
+    }
+
+    #[test]
+    fn a_loopback_server_announces_on_loopback_only() {
+        let a = Announcer::new("127.0.0.1:5000".parse().unwrap(), 5000, [0; 8]);
+        assert!(a.targets().iter().all(|t| t.ip().is_loopback()), "{:?}", a.targets());
+        let a = Announcer::new("[::]:5000".parse().unwrap(), 5000, [0; 8]);
+        assert!(a.targets().iter().any(|t| t.ip() == IpAddr::V4(Ipv4Addr::BROADCAST)), "{:?}", a.targets());
+    }
+}
