@@ -746,7 +746,6 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
-        #[cfg(unix)]
         Some(Command::Key { file }) => {
             use hailfire::net::secure::Identity;
             let path = match file.or_else(Identity::player_path) {
@@ -770,6 +769,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        #[cfg(unix)]
         Some(Command::Console { run, socket }) => {
             let Some(path) = socket.or_else(hailfire::server::admin_socket::default_path) else {
                 eprintln!("hailfire console: no data folder: give the socket with --socket PATH");

@@ -1151,6 +1151,12 @@ fn players_are_known_by_their_keys_for_bans_names_operators_and_the_allowlist() 
     let before = read(&log).matches("player joined").count();
     let bea = hub_bot(d, port, "bea", "60", &[]);
     wait_for(&log, &|s| s.matches("player joined").count() > before, 20);
+    // The console's recorder (a spectator with the server's own key) is let in.
+    let (code, out) = run("record bea 2");
+    assert_eq!(code, Some(0), "{out}");
+    let written = wait_for(&log, &|s| s.contains("recorded bea for") || s.contains("record bea:"), 30);
+    assert!(written.contains("recorded bea for"), "the recorder got in: {written}");
+    assert!(!written.contains("name=recorder~"), "nor is it taken for someone else");
     let (code, out) = run("disallow bea");
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("1 disconnected"), "{out}");

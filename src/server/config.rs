@@ -36,7 +36,7 @@ pub struct ServerFile {
     pub max_sessions_per_address: usize,
     /// Where Prometheus metrics are served over HTTP (empty: nowhere).
     pub metrics_bind: String,
-    /// Admit only the players on `allowlist.toml` (beside this file).
+    /// Admit only the players on `allowlist.toml` (beside the ban list).
     pub allowlist: bool,
     /// Announce the server on the local network (17 bytes a second).
     pub lan_announce: bool,
@@ -126,7 +126,7 @@ pub fn default_text() -> String {
          # Empty: off. Anyone who can reach it can read it: keep it on 127.0.0.1 or a\n\
          # private network.\n\
          metrics_bind = \"\"\n\n\
-         # Admit only the players on allowlist.toml (beside this file), kept by the\n\
+         # Admit only the players on allowlist.toml (beside the ban list), kept by the\n\
          # console's `allow NAME` and `disallow NAME`. Players are known by the key their\n\
          # game proves when it joins, not by the name they type. ops.toml (`op NAME`) lists\n\
          # the players whose admin commands need no admin password.\n\

@@ -365,11 +365,14 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         }
     }
     if let Some(dir) = crate::crash::data_dir() {
+        let identity = Identity::generate()?;
+        server.own_keys.push(identity.public);
         ops = ops.with_recording(super::recorder::RecordSetup {
             addr: super::recorder::local_addr_for(addr),
             password: opts.password.clone(),
             content: server.content.clone(),
             dir: dir.join("replays"),
+            identity,
         });
     }
     if let Some(bind) = opts.metrics_bind {

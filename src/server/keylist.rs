@@ -60,8 +60,9 @@ pub const ALLOWLIST_HEADER: &str =
      # is stopped. `key` is the player's key (64 hex digits: `hailfire key` prints yours).";
 pub const OPS_HEADER: &str = "# Hailfire operators: these players' admin commands (`hailfire bot --admin`, the\n\
      # in-game console) need no admin password. Kept by the console's `op` and `deop`.";
-pub const KNOWN_HEADER: &str = "# Hailfire: the key each player name was first seen with. Someone else joining\n\
-     # under one of these names is shown as NAME~KEY. Written by the server.";
+pub const KNOWN_HEADER: &str = "# Hailfire: the key each player name was first seen with (since: when it was last\n\
+     # seen). Someone else joining under one of these names is shown as NAME~KEY. Written\n\
+     # by the server; the names least recently seen are forgotten first.";
 
 /// The short fingerprint the console, logs and status show next to a name: the first two
 /// groups of the key's fingerprint (`ab12:cd34`).
@@ -125,9 +126,9 @@ impl KeyList {
         self.entries.iter().find(|e| e.name.to_lowercase() == name)
     }
 
-    /// Adds a key (a key already listed only gets its name updated); saves. Returns
-    /// whether it is new.
-    pub fn add(&mut self, key: &[u8; 32], name: &str) -> Result<bool, String> {
+    /// Adds a key (a key already listed only gets its name updated). Returns whether it
+    /// is new. Not saved: call `save` (the change holds in memory either way).
+    pub fn add(&mut self, key: &[u8; 32], name: &str) -> bool {
         let new = match self.entries.iter_mut().find(|e| e.key_bytes().as_ref() == Some(key)) {
             Some(e) => {
                 e.name = name.to_string();
@@ -138,22 +139,27 @@ impl KeyList {
                 true
             }
         };
-        self.save()?;
-        Ok(new)
+        new
     }
 
-    /// Remembers that `name` was seen with `key` (a name is kept with the first key it
-    /// came with; one key may have many names). Not saved: call `save`.
+    /// Remembers that `name` was seen with `key` now. A name is kept with the first key it
+    /// came with (one key may have many names); `since` is when it was last seen, so the
+    /// list forgets the names least recently seen first. Not saved: call `save`.
     pub fn remember(&mut self, key: &[u8; 32], name: &str) {
-        if self.by_name(name).is_none() {
-            self.entries.push(Entry { key: to_hex(key), name: name.to_string(), since: now_s() });
-            self.trim_to(MAX_KNOWN);
+        let lower = name.to_lowercase();
+        match self.entries.iter_mut().find(|e| e.name.to_lowercase() == lower) {
+            Some(e) if e.key_bytes().as_ref() == Some(key) => e.since = now_s(),
+            Some(_) => {}
+            None => {
+                self.entries.push(Entry { key: to_hex(key), name: name.to_string(), since: now_s() });
+                self.trim_to(MAX_KNOWN);
+            }
         }
     }
 
-    /// Removes the entries under a name (any case), a full key or a short fingerprint;
-    /// saves. Returns how many went.
-    pub fn remove(&mut self, who: &str) -> Result<usize, String> {
+    /// Removes the entries under a name (any case), a full key or a short fingerprint.
+    /// Returns how many went. Not saved: call `save`.
+    pub fn remove(&mut self, who: &str) -> usize {
         let who = who.trim();
         let lower = who.to_lowercase();
         let before = self.entries.len();
@@ -161,11 +167,7 @@ impl KeyList {
             let fp = e.key_bytes().map(|k| short(&k)).unwrap_or_default();
             !(e.name.to_lowercase() == lower || e.key.eq_ignore_ascii_case(who) || (!fp.is_empty() && fp == lower))
         });
-        let n = before - self.entries.len();
-        if n > 0 {
-            self.save()?;
-        }
-        Ok(n)
+        before - self.entries.len()
     }
 
     /// Keeps at most `max` entries, dropping the oldest (the names seen list).
@@ -223,10 +225,11 @@ mod tests {
         let path = dir.join("ops.toml");
         let mut l = KeyList::load(&path, "# ops").unwrap();
         let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
-        assert!(l.add(&a, "Ann").unwrap());
-        assert!(!l.add(&a, "Annie").unwrap(), "a key already listed is renamed, not added twice");
-        l.add(&b, "Bob").unwrap();
-        l.add(&c, "Cy").unwrap();
+        assert!(l.add(&a, "Ann"));
+        assert!(!l.add(&a, "Annie"), "a key already listed is renamed, not added twice");
+        l.add(&b, "Bob");
+        l.add(&c, "Cy");
+        l.save().unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -236,9 +239,10 @@ mod tests {
         assert_eq!(again.entries, l.entries);
         assert!(again.contains(&a) && again.by_name("ANNIE").is_some());
         let mut again = again;
-        assert_eq!(again.remove("annie").unwrap(), 1);
-        assert_eq!(again.remove(&to_hex(&b).to_uppercase()).unwrap(), 1);
-        assert_eq!(again.remove(&short(&c)).unwrap(), 1);
+        assert_eq!(again.remove("annie"), 1);
+        assert_eq!(again.remove(&to_hex(&b).to_uppercase()), 1);
+        assert_eq!(again.remove(&short(&c)), 1);
+        again.save().unwrap();
         assert!(KeyList::load(&path, "").unwrap().entries.is_empty());
         std::fs::write(&path, "[[player]]\nkey = \"abc\"\nname = \"x\"\n").unwrap();
         let e = KeyList::load(&path, "").unwrap_err();

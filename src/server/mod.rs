@@ -242,9 +242,15 @@ pub struct Server<T: Transport> {
     pub allowlist: keylist::KeyList,
     /// Players whose admin commands need no password (`ops.toml`).
     pub ops: keylist::KeyList,
-    /// The key each name was first seen with (`known_players.toml`): a second key under a
+    /// The key each name was last seen with (`known_players.toml`): a second key under a
     /// known name is shown as someone else, never merged.
     pub known: keylist::KeyList,
+    /// `known` changed since it was last saved (it is saved now and then, not per join).
+    known_dirty: bool,
+    known_saved_at: u32,
+    /// Keys of this server's own clients (the console's recorder): always let in, never
+    /// remembered as a player.
+    pub own_keys: Vec<[u8; 32]>,
     /// Each dungeon's fastest clear and best score (`records.toml` on a dedicated server).
     pub records: records::Records,
     /// Host and play: the host's pause switch (None: this server never pauses).
@@ -265,6 +271,18 @@ pub struct Server<T: Transport> {
 /// How an answer to an admin's command starts when the command was refused (no right to
 /// it) or failed (it did not do what it was asked): `hailfire bot --admin` exits 1 on it.
 pub const ADMIN_REFUSED: &str = "admin command not done: ";
+
+/// What a console answer adds when a list changed in memory but its file could not be
+/// written: the change holds until the server stops (as a ban's does).
+fn not_saved(r: Result<(), String>) -> String {
+    match r {
+        Ok(()) => String::new(),
+        Err(e) => {
+            warn!("the change holds until the server stops but was not saved: {e}");
+            format!(" (NOT saved: {e}; it holds until the server stops)")
+        }
+    }
+}
 
 /// How a player's key shows next to their name: ` [ab12:cd34]` (nothing for the host of
 /// host-and-play, who has no key).
@@ -303,6 +321,9 @@ impl<T: Transport> Server<T> {
             allowlist: keylist::KeyList::in_memory(keylist::ALLOWLIST_HEADER),
             ops: keylist::KeyList::in_memory(keylist::OPS_HEADER),
             known: keylist::KeyList::in_memory(keylist::KNOWN_HEADER),
+            known_dirty: false,
+            known_saved_at: 0,
+            own_keys: Vec::new(),
             records: records::Records::default(),
             stopped: std::collections::VecDeque::new(),
             ship_changed: false,
@@ -597,7 +618,7 @@ impl<T: Transport> Server<T> {
             return None;
         }
         match key {
-            Some(k) if self.allowlist.contains(k) => None,
+            Some(k) if self.allowlist.contains(k) || self.own_keys.contains(k) => None,
             Some(k) => {
                 info!(addr = %self.addr_of(peer), key = %keylist::short(k), "refused a join: not on the allowlist");
                 Some(format!(
@@ -610,38 +631,65 @@ impl<T: Transport> Server<T> {
     }
 
     /// The name a player is shown under: theirs, unless another key was seen with it
-    /// first; then the name with their key's first digits (`Bob~ab12`), so that nobody
-    /// can pass for someone else by typing their name. A new name is remembered.
-    fn name_for(&mut self, name: &str, key: Option<&[u8; 32]>) -> String {
-        let Some(key) = key else { return name.to_string() };
-        match self.known.by_name(name) {
-            Some(e) if e.key_bytes().as_ref() == Some(key) => name.to_string(),
-            Some(e) => {
-                let first = e.key_bytes().map(|k| keylist::short(&k)).unwrap_or_default();
-                let tag = keylist::short(key)[..4].to_string();
-                let mut base = crate::protocol::names::sanitize(name);
-                let mut end = base.len().min(crate::protocol::messages::MAX_NAME - 5);
-                while !base.is_char_boundary(end) {
-                    end -= 1;
-                }
-                base.truncate(end);
-                let shown = format!("{}~{tag}", base.trim_end());
-                warn!(
-                    name = %name,
-                    key = %keylist::short(key),
-                    first_seen_with = %first,
-                    shown = %shown,
-                    "a player joined under a name first seen with another key: shown as someone else"
-                );
-                shown
-            }
-            None => {
-                self.known.remember(key, name);
-                if let Err(e) = self.known.save() {
-                    warn!("the players' names were not saved: {e}");
-                }
-                name.to_string()
-            }
+    /// first or the host (who has no key) plays under it; then the name with their key's
+    /// first digits (`Bob~ab12`), so that nobody can pass for someone else by typing their
+    /// name. (`~` is never part of a name as typed, so that tag cannot be typed either.)
+    fn name_for(&self, name: &str, key: Option<&[u8; 32]>) -> String {
+        let name = crate::protocol::names::sanitize(&name.replace('~', "-"));
+        let Some(key) = key else { return name };
+        if self.own_keys.contains(key) {
+            return name;
+        }
+        let lower = name.to_lowercase();
+        let hosts = self
+            .peers
+            .iter()
+            .any(|(id, p)| p.key.is_none() && self.net.peer_addr(*id).is_none() && p.name.to_lowercase() == lower);
+        let first = match self.known.by_name(&name) {
+            Some(e) if e.key_bytes().as_ref() == Some(key) && !hosts => return name,
+            Some(e) => e.key_bytes().map(|k| keylist::short(&k)).unwrap_or_default(),
+            None if !hosts => return name,
+            None => "the host".to_string(),
+        };
+        let tag = keylist::short(key)[..4].to_string();
+        let mut base = name.clone();
+        let mut end = base.len().min(crate::protocol::messages::MAX_NAME - 5);
+        while !base.is_char_boundary(end) {
+            end -= 1;
+        }
+        base.truncate(end);
+        let shown = format!("{}~{tag}", base.trim_end());
+        warn!(
+            name = %name,
+            key = %keylist::short(key),
+            first_seen_with = %first,
+            shown = %shown,
+            "a player joined under a name first seen with another key: shown as someone else"
+        );
+        shown
+    }
+
+    /// Remembers the name an admitted player came with (the key it was first seen with
+    /// stays); saved within a minute, and at shutdown.
+    fn remember_name(&mut self, peer: PeerId) {
+        let Some((name, Some(key))) = self.peers.get(&peer).map(|p| (p.name.clone(), p.key)) else { return };
+        if self.own_keys.contains(&key) || name.contains('~') {
+            return;
+        }
+        self.known.remember(&key, &name);
+        self.known_dirty = true;
+    }
+
+    /// Saves the names seen, if they changed (`force`: now; else at most once a minute).
+    pub fn save_known(&mut self, force: bool) {
+        let now = self.world.tick;
+        if !self.known_dirty || (!force && now.saturating_sub(self.known_saved_at) < 60 * TICK_RATE) {
+            return;
+        }
+        self.known_dirty = false;
+        self.known_saved_at = now;
+        if let Err(e) = self.known.save() {
+            warn!("the players' names were not saved: {e}");
         }
     }
 
@@ -695,6 +743,7 @@ impl<T: Transport> Server<T> {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.state = PeerState::Playing { player };
         }
+        self.remember_name(peer);
         let key = self.peers.get(&peer).and_then(|p| p.key).map_or("host".to_string(), |k| keylist::short(&k));
         info!(peer, player, name = %name, key = %key, addr = %self.addr_of(peer), players = self.world.player_count(), "player joined");
         let tick = self.world.tick;
@@ -715,6 +764,7 @@ impl<T: Transport> Server<T> {
 
     /// One 60 Hz server tick: network in, simulate, network out.
     pub fn tick(&mut self) {
+        self.save_known(false);
         let mut events = std::mem::take(&mut self.events_in);
         self.net.poll(&mut events);
         for ev in events.drain(..) {
@@ -1327,7 +1377,8 @@ impl<T: Transport> Server<T> {
             (Some((peer, _, name)), None, None) => {
                 // This machine's address is the operator's own (bots, tools, the recorder):
                 // a player on it is banned by key and name only.
-                let ip = self.net.peer_addr(peer).map(|a| a.ip()).filter(|i| !i.to_canonical().is_loopback());
+                let ip =
+                    self.net.peer_addr(peer).map(|a| a.ip()).filter(|i| crate::net::secure::per_address_limited(*i));
                 (name, ip, self.peers.get(&peer).and_then(|p| p.key))
             }
             (None, None, None) if who.starts_with('#') || who.chars().all(|c| c.is_ascii_digit()) => {
@@ -1387,26 +1438,30 @@ impl<T: Transport> Server<T> {
     /// Puts a player (by name or id, or a key) on the allowlist.
     pub fn allow(&mut self, who: &str) -> Result<String, String> {
         let (key, name) = self.key_of(who)?;
-        let new = self.allowlist.add(&key, &name)?;
+        let new = self.allowlist.add(&key, &name);
+        let note = not_saved(self.allowlist.save());
         info!(name = %name, key = %keylist::short(&key), "allowed");
         let state = if self.config.allowlist { "" } else { " (the allowlist is off: allowlist = true in server.toml)" };
-        Ok(format!("{} {name} [{}] on the allowlist{state}", if new { "put" } else { "kept" }, keylist::short(&key)))
+        let done = if new { "put" } else { "kept" };
+        Ok(format!("{done} {name} [{}] on the allowlist{state}{note}", keylist::short(&key)))
     }
 
     /// Takes players off the allowlist (by name, key or fingerprint); a connected player
     /// it no longer admits is disconnected.
     pub fn disallow(&mut self, who: &str) -> Result<String, String> {
-        let n = self.allowlist.remove(who)?;
+        let n = self.allowlist.remove(who);
         if n == 0 {
             return Err(format!("nobody on the allowlist is '{who}' (see `allowlist`)"));
         }
+        let note = not_saved(self.allowlist.save());
         let mut gone = 0;
         if self.config.allowlist {
             let out: Vec<PeerId> = self
                 .peers
                 .iter()
                 .filter(|(id, p)| {
-                    self.net.peer_addr(**id).is_some() && !p.key.is_some_and(|k| self.allowlist.contains(&k))
+                    self.net.peer_addr(**id).is_some()
+                        && !p.key.is_some_and(|k| self.allowlist.contains(&k) || self.own_keys.contains(&k))
                 })
                 .map(|(id, _)| *id)
                 .collect();
@@ -1417,25 +1472,28 @@ impl<T: Transport> Server<T> {
             }
         }
         info!(who, removed = n, disconnected = gone, "disallowed");
-        Ok(format!("took {n} player(s) off the allowlist; {gone} disconnected"))
+        Ok(format!("took {n} player(s) off the allowlist; {gone} disconnected{note}"))
     }
 
     /// Makes a player (by name or id, or a key) an operator: admin commands without the
     /// admin password.
     pub fn op(&mut self, who: &str) -> Result<String, String> {
         let (key, name) = self.key_of(who)?;
-        self.ops.add(&key, &name)?;
+        self.ops.add(&key, &name);
+        let note = not_saved(self.ops.save());
         info!(name = %name, key = %keylist::short(&key), "made an operator");
-        Ok(format!("{name} [{}] is an operator: their admin commands need no password", keylist::short(&key)))
+        let fp = keylist::short(&key);
+        Ok(format!("{name} [{fp}] is an operator: their admin commands need no password{note}"))
     }
 
     /// Takes the operator role away (by name, key or fingerprint).
     pub fn deop(&mut self, who: &str) -> Result<String, String> {
-        match self.ops.remove(who)? {
+        match self.ops.remove(who) {
             0 => Err(format!("no operator is '{who}' (see `ops`)")),
             n => {
+                let note = not_saved(self.ops.save());
                 info!(who, removed = n, "no longer an operator");
-                Ok(format!("{n} player(s) no longer operators"))
+                Ok(format!("{n} player(s) no longer operators{note}"))
             }
         }
     }
@@ -1489,6 +1547,14 @@ impl<T: Transport> Server<T> {
                 self.admin_queue.push((peer, command));
             }
             return;
+        }
+        // No password and no operator's key: said plainly, and not a wrong guess.
+        if password.is_empty() && self.config.admin_password.is_some() {
+            let fp = self.peers.get(&peer).and_then(|p| p.key).map_or("none".to_string(), |k| keylist::short(&k));
+            return self.notice(
+                peer,
+                &format!("{ADMIN_REFUSED}your key [{fp}] is not an operator here (ops.toml): give the admin password"),
+            );
         }
         let Some(expected) = self.config.admin_password.clone() else {
             // Logged once per connection (a client could send these as fast as it may).
@@ -1603,6 +1669,7 @@ impl<T: Transport> Server<T> {
 
     /// Ends every connection (server shutdown). Bodies go linkdead like any other drop.
     pub fn shutdown(&mut self) {
+        self.save_known(true);
         let reason = match &self.stop_message {
             Some(m) => format!("the server is shutting down: {m}"),
             None => "the server is shutting down".to_string(),

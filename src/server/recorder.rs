@@ -27,6 +27,9 @@ pub struct RecordSetup {
     pub content: ClientContent,
     /// Where replays go (`<data folder>/replays`).
     pub dir: PathBuf,
+    /// The recorder's key, made for this server process: the server knows it as its own
+    /// (never refused by the allowlist, never remembered as a player's name).
+    pub identity: crate::net::secure::Identity,
 }
 
 /// Longest recording one `record` makes, seconds (and the default).
@@ -54,7 +57,7 @@ pub fn record(setup: &RecordSetup, who: &str, seconds: u32, path: &std::path::Pa
         accept_key: None,
         password: setup.password.clone(),
         pin_as: None,
-        identity: None,
+        identity: Some(setup.identity.clone()),
     };
     let net = match EnetTransport::connect_secure(setup.addr, security) {
         Ok(n) => n,

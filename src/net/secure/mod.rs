@@ -4,16 +4,17 @@
 //! ChaCha20-Poly1305 under keys from a Noise handshake.
 //!
 //! Construction (see `docs/SECURITY.md` for the reasoning and the threat model):
-//! - `Noise_NX_25519_ChaChaPoly_BLAKE2s` (the `snow` crate): the server proves its static
-//!   X25519 key, which the client pins on first use (`KnownServers`); the client is
-//!   anonymous (players have no accounts).
+//! - `Noise_XX_25519_ChaChaPoly_BLAKE2s` (the `snow` crate): the server proves its static
+//!   X25519 key, which the client pins on first use (`KnownServers`), and the client proves
+//!   its own, the player's key (`Identity::player`), which the server knows the player by.
 //! - Before any Diffie-Hellman or state, a stateless cookie in the WireGuard manner: the
 //!   first packet from an address is answered with `MAC(secret, address, time window)`, no
 //!   larger than the request; only a packet carrying a valid cookie (proof that the
 //!   source address is real) costs the server a handshake and a session slot.
-//! - After the handshake the client sends `Confirm`: a MAC of the handshake hash keyed by
-//!   the server password's hash (an empty password when there is none), sealed. The
-//!   password never travels, not even encrypted, and the proof is bound to this session.
+//! - The client's `Confirm` is Noise's third message: its static key, and as its payload a
+//!   MAC of the handshake hash keyed by the server password's hash (an empty password when
+//!   there is none). The password never travels, not even encrypted, and the proof is
+//!   bound to this session.
 //! - Data: `u24 header, sealed datagram` (19 bytes of overhead): the header's top bit
 //!   marks Data and its other 23 bits are the low bits of a per-direction 56-bit counter
 //!   (the receiver takes the value nearest its newest, as QUIC does with packet numbers).
@@ -28,8 +29,10 @@
 //! - 2 `Cookie` s->c: `u8 version, [16] cookie` (smaller than `Init`).
 //! - 3 `Hello` c->s: `u8 version, [16] cookie, noise message 1 (32)`, padding to `HELLO_LEN`.
 //! - 4 `Welcome` s->c: `noise message 2 (96)` (smaller than `Hello`).
-//! - 5 `Confirm` c->s (a 32-byte proof), 6 `Accept` s->c (empty), 7 `Refuse` s->c (a
-//!   one-byte reason): `u24 counter (little-endian), sealed payload`;
+//! - 5 `Confirm` c->s: `noise message 3 (96)`: the client's static key and the password
+//!   proof, sealed;
+//! - 6 `Accept` s->c (empty), 7 `Refuse` s->c (a one-byte reason): `u24 counter
+//!   (little-endian), sealed payload`;
 //! - 12 `Busy` s->c: `u8 version, u8 reason, [16] the Hello's cookie` (smaller than `Hello`);
 //! - Data: byte 0 has its top bit set (see above; the 23-bit counter is big-endian).
 //!
@@ -104,6 +107,9 @@ const REPLAY_WINDOW: u64 = 1024;
 // No amplification: before an address is verified, no answer is larger than its request.
 const COOKIE_LEN: usize = 2 + 16;
 const WELCOME_LEN: usize = 1 + 96;
+/// `Confirm`: the type, then Noise's third message (the static key, sealed: 48; the
+/// password proof, sealed: 48).
+pub(crate) const CONFIRM_LEN: usize = 1 + 96;
 const _: () = assert!(COOKIE_LEN <= INIT_LEN && WELCOME_LEN <= HELLO_LEN && BUSY_LEN <= HELLO_LEN);
 
 /// Whether the per-address limits apply to `ip`: not to this machine's own loopback

@@ -278,7 +278,33 @@ pub(super) fn read_confirm(hs: &mut HandshakeState, m3: &[u8]) -> Option<([u8; 3
     }
     proof.copy_from_slice(&payload[..32]);
     key.copy_from_slice(hs.get_remote_static()?);
-    Some((proof, key))
+    // A key whose Diffie-Hellman anyone can compute (a point of small order) proves
+    // nothing, and one with its top bit set is another spelling of a smaller key.
+    acceptable_key(&key).then_some((proof, key))
+}
+
+/// Whether a client's static X25519 key can stand for one player: canonical (below the
+/// field prime, top bit clear) and not of small order (libsodium's list), so that only
+/// the holder of its private half could have finished the handshake.
+pub(super) fn acceptable_key(k: &[u8; 32]) -> bool {
+    const SMALL_ORDER: [[u8; 32]; 2] = [
+        [
+            0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4, 0x6a, 0xda, 0x09,
+            0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49, 0xb8, 0x00,
+        ],
+        [
+            0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef, 0x5b, 0x04, 0x44,
+            0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57,
+        ],
+    ];
+    if k[31] & 0x80 != 0 || SMALL_ORDER.contains(k) {
+        return false;
+    }
+    // 0 and 1; and p - 1 and up (p = 2^255 - 19: ec ff .. ff 7f and above, p - 1 and p + 1
+    // of small order, the rest not canonical).
+    let zero_or_one = k[1..].iter().all(|&b| b == 0) && k[0] <= 1;
+    let top = k[31] == 0x7f && k[1..31].iter().all(|&b| b == 0xff) && k[0] >= 0xec;
+    !(zero_or_one || top)
 }
 
 impl SecureSocket {
@@ -357,7 +383,7 @@ impl SecureSocket {
                 self.hello(from, data, now);
                 None
             }
-            T_CONFIRM => {
+            T_CONFIRM if data.len() == CONFIRM_LEN => {
                 self.confirm(from, data, now);
                 None
             }
@@ -540,7 +566,7 @@ impl SecureSocket {
             self.stats.dropped += 1;
             return;
         };
-        let Some(hs) = sess.hs.as_mut() else {
+        if sess.hs.is_none() {
             // A repeat of the Confirm we took: our Accept was lost, so it is sent again
             // (sealed afresh) until the client's ENet connection shows it arrived.
             let repeat = sess.confirmed && !sess.guard.connected() && data == &sess.confirm[..];
@@ -551,6 +577,20 @@ impl SecureSocket {
             }
             return;
         };
+        // Reading it costs a Diffie-Hellman (a client can make its key open and its proof
+        // not, again and again): charged to the address like a Hello's.
+        let ip = address_key(from.ip());
+        let st = s.starts.entry(ip).or_insert((now, 0));
+        if now.duration_since(st.0) >= Duration::from_secs(1) {
+            *st = (now, 0);
+        }
+        st.1 += 1;
+        if st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND && per_address_limited(from.ip()) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let Some(sess) = s.sessions.get_mut(&from) else { return };
+        let Some(hs) = sess.hs.as_mut() else { return };
         let Some((proof, key)) = read_confirm(hs, &data[1..]) else {
             // Not this handshake's third message (never answered: a refusal would be
             // larger than the request).
@@ -679,5 +719,34 @@ impl SecureSocket {
         let confirmed = s.sessions.values().filter(|x| x.confirmed).count();
         self.stats.sessions = confirmed;
         self.stats.half_open = s.sessions.len() - confirmed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_anyone_could_use_are_not_player_keys() {
+        let real = Identity::generate().unwrap().public;
+        assert!(acceptable_key(&real));
+        let mut high = real;
+        high[31] |= 0x80;
+        assert!(!acceptable_key(&high), "the same key with its top bit set");
+        let mut one = [0u8; 32];
+        one[0] = 1;
+        assert!(!acceptable_key(&[0u8; 32]) && !acceptable_key(&one));
+        let mut p_minus_1 = [0xffu8; 32];
+        p_minus_1[0] = 0xec;
+        p_minus_1[31] = 0x7f;
+        assert!(!acceptable_key(&p_minus_1));
+        let mut p_plus_2 = p_minus_1;
+        p_plus_2[0] = 0xef;
+        assert!(!acceptable_key(&p_plus_2), "not canonical");
+        let small = [
+            0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef, 0x5b, 0x04, 0x44,
+            0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f, 0x11, 0x57,
+        ];
+        assert!(!acceptable_key(&small));
     }
 }
