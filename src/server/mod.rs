@@ -1142,7 +1142,14 @@ impl<T: Transport> Server<T> {
                 "run ended"
             );
             if to.len() != 1 || summary.outcome != crate::sim::events::RunOutcome::Abandoned {
-                let (new, err) = self.records.count(summary);
+                let key_of = |id: u32| {
+                    self.peers
+                        .values()
+                        .find(|p| matches!(p.state, PeerState::Playing { player } if player == id))
+                        .and_then(|p| p.key)
+                        .map_or(String::new(), |k| keylist::short(&k))
+                };
+                let (new, err) = self.records.count(summary, &key_of);
                 if let Some(e) = err {
                     warn!("{e}");
                 }

@@ -20,10 +20,15 @@ pub struct Record {
     pub best_time_s: f64,
     #[serde(default)]
     pub best_time_party: Vec<String>,
+    /// The short fingerprints of the party's keys, in the same order ("" for the host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub best_time_keys: Vec<String>,
     #[serde(default)]
     pub best_score: u32,
     #[serde(default)]
     pub best_score_party: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub best_score_keys: Vec<String>,
     /// When the newest of them was set, seconds since 1970 (UTC).
     #[serde(default)]
     pub set_at: u64,
@@ -73,22 +78,26 @@ impl Records {
 
     /// Counts a run: a clear may set the dungeon's fastest time or best score. Saves when
     /// it did; the error, if saving failed.
-    pub fn count(&mut self, run: &RunSummary) -> (NewRecords, Option<String>) {
+    /// `key_of` gives a player's short key fingerprint (records name people by key too).
+    pub fn count(&mut self, run: &RunSummary, key_of: &dyn Fn(u32) -> String) -> (NewRecords, Option<String>) {
         if run.outcome != RunOutcome::Cleared || run.dungeon.is_empty() {
             return (NewRecords::default(), None);
         }
         let secs = run.ticks as f64 / crate::sim::TICK_RATE as f64;
         let party: Vec<String> = run.rows.iter().map(|r| r.name.clone()).collect();
+        let keys: Vec<String> = run.rows.iter().map(|r| key_of(r.id)).collect();
         let r = self.dungeons.entry(run.dungeon.clone()).or_default();
         let mut new = NewRecords::default();
         if r.best_time_s <= 0.0 || secs < r.best_time_s {
             r.best_time_s = (secs * 100.0).round() / 100.0;
             r.best_time_party = party.clone();
+            r.best_time_keys = keys.clone();
             new.time = true;
         }
         if run.team_score > r.best_score {
             r.best_score = run.team_score;
             r.best_score_party = party;
+            r.best_score_keys = keys;
             new.score = true;
         }
         if !(new.time || new.score) {
@@ -121,9 +130,9 @@ impl Records {
                 format!(
                     "{d}: fastest {:.1} s ({}), best score {} ({})",
                     r.best_time_s,
-                    r.best_time_party.join(", "),
+                    with_keys(&r.best_time_party, &r.best_time_keys),
                     r.best_score,
-                    r.best_score_party.join(", ")
+                    with_keys(&r.best_score_party, &r.best_score_keys)
                 )
             })
             .collect()
@@ -133,13 +142,21 @@ impl Records {
         let Some(path) = &self.path else { return Ok(()) };
         let text = toml::to_string(&self.dungeons).map_err(|e| format!("records: {e}"))?;
         let body = format!("# Each dungeon's fastest clear and best team score (written by the server).\n{text}");
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, body).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+        super::keylist::write_private(path, &body)
     }
+}
+
+/// "Ann [ab12:cd34], Bob [ef56:7890]": names with their keys where known.
+fn with_keys(names: &[String], keys: &[String]) -> String {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match keys.get(i).filter(|k| !k.is_empty()) {
+            Some(k) => format!("{n} [{k}]"),
+            None => n.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -163,16 +180,30 @@ mod tests {
         let path = dir.path().join("records.toml");
         let (mut r, err) = Records::load(&path);
         assert!(err.is_none() && r.dungeons.is_empty());
-        assert_eq!(r.count(&run(6000, 900, RunOutcome::Failed)).0, NewRecords::default(), "a failed run sets nothing");
-        assert_eq!(r.count(&run(6000, 900, RunOutcome::Cleared)).0, NewRecords { time: true, score: true });
-        assert_eq!(r.count(&run(7200, 1000, RunOutcome::Cleared)).0, NewRecords { time: false, score: true });
-        assert_eq!(r.count(&run(7200, 10, RunOutcome::Cleared)).0, NewRecords::default());
+        assert_eq!(
+            r.count(&run(6000, 900, RunOutcome::Failed), &|_| String::new()).0,
+            NewRecords::default(),
+            "a failed run sets nothing"
+        );
+        assert_eq!(
+            r.count(&run(6000, 900, RunOutcome::Cleared), &|id| format!("k{id}")).0,
+            NewRecords { time: true, score: true }
+        );
+        assert_eq!(
+            r.count(&run(7200, 1000, RunOutcome::Cleared), &|id| format!("k{id}")).0,
+            NewRecords { time: false, score: true }
+        );
+        assert_eq!(r.count(&run(7200, 10, RunOutcome::Cleared), &|_| String::new()).0, NewRecords::default());
         let (back, err) = Records::load(&path);
         assert!(err.is_none(), "{err:?}");
         let w = &back.dungeons["warden_keep"];
         assert_eq!((w.best_time_s, w.best_score), (100.0, 1000));
         assert_eq!(w.best_time_party, vec!["Ann".to_string()]);
-        assert!(back.lines()[0].starts_with("warden_keep: fastest 100.0 s (Ann), best score 1000"));
+        assert!(
+            back.lines()[0].starts_with("warden_keep: fastest 100.0 s (Ann [k1]), best score 1000 (Ann [k1])"),
+            "{:?}",
+            back.lines()
+        );
         std::fs::write(&path, "[warden_keep]\nbest_score = \"lots\"\n").unwrap();
         let (r, err) = Records::load(&path);
         let err = err.expect("the broken file is reported");
