@@ -1429,7 +1429,7 @@ fn a_joining_player_is_told_the_servers_records_for_the_portals() {
             out: false,
         }],
     };
-    st.server.records.count(&run);
+    st.server.records.count(&run, &|_| String::new());
     st.add_client("late", LinkProfile::CLEAN);
     for _ in 0..60 {
         st.step(|_, _| InputSample::default());
