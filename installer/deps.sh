@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages Hailfire needs, only those missing.
 #   installer/deps.sh         what building and playing need
-#   installer/deps.sh --test  plus what the test suite needs (software Vulkan, Xvfb, xdotool, imagemagick)
+#   installer/deps.sh --test  plus what the test suite needs (software Vulkan, Xvfb, xdotool, imagemagick;
+#                             iproute2, nftables and miniupnpd for the network-namespace tests)
 #   installer/deps.sh --package  plus what installer/package.sh and check-packages.sh need
 set -euo pipefail
 pkgs="pkg-config libasound2-dev libudev-dev libdbus-1-dev"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs mesa-vulkan-drivers libvulkan1 xvfb xauth xdotool imagemagick"
+  pkgs="$pkgs mesa-vulkan-drivers libvulkan1 xvfb xauth xdotool imagemagick iproute2 nftables miniupnpd-nftables"
 fi
 if [ "${1:-}" = "--package" ]; then
   pkgs="$pkgs dpkg-dev desktop-file-utils appstream nsis file python3 lintian"

@@ -37,6 +37,10 @@ struct Cli {
     /// $HAILFIRE_MAX_PLAYERS.
     #[arg(long, env = "HAILFIRE_MAX_PLAYERS", value_parser = clap::value_parser!(u64).range(1..=256))]
     max_players: Option<u64>,
+    /// Ask the router to forward the dedicated server's port (UPnP IGD or NAT-PMP): for a
+    /// server at home. The log says the address friends on the internet use.
+    #[arg(long)]
+    upnp: bool,
     /// Stop the dedicated server after this many seconds.
     #[arg(long)]
     exit_after: Option<f64>,
@@ -445,6 +449,7 @@ fn main() -> ExitCode {
             eff.password = p;
         }
         eff.watch_mods |= cli.watch_mods;
+        eff.upnp |= cli.upnp;
         if cli.print_config {
             println!("# {} with the command line's flags", path.display());
             print!("{}", eff.effective_text());
@@ -486,6 +491,7 @@ fn main() -> ExitCode {
             trusted_mods: eff.trusted_mods.clone(),
             allowlist: eff.allowlist,
             lan_announce: eff.lan_announce,
+            upnp: eff.upnp,
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(hailfire::server::dedicated::Ended::Stopped) => ExitCode::SUCCESS,

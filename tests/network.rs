@@ -194,3 +194,167 @@ fn a_server_on_a_random_port_is_listed_across_a_lan_and_plays_over_ipv4_and_a_ul
     assert!(s.contains("addr=[fd77::2]:") && s.contains("addr=10.77.0.2:"), "{s}");
     finish(srv);
 }
+
+/// A home network behind a router that masquerades (nftables) and runs miniupnpd, and a
+/// friend on the router's outside. The router's outside address, 11.77.0.1, is a public
+/// one as miniupnpd requires, but it lives only in these namespaces: nothing here has a
+/// route off this machine.
+struct Home {
+    ns: Namespaces,
+    dir: tempfile::TempDir,
+    upnpd: Option<Child>,
+}
+
+const HOME: usize = 0;
+const ROUTER: usize = 1;
+const FRIEND: usize = 2;
+
+impl Home {
+    fn new() -> Option<Home> {
+        if Command::new("miniupnpd").arg("--version").output().is_err() || sh("command -v nft").is_err() {
+            eprintln!("SKIPPED: miniupnpd or nft is not installed (apt install miniupnpd-nftables nftables)");
+            return None;
+        }
+        let ns = Namespaces::new("nat", 3)?;
+        let (h, r, f) = (ns.name(HOME).to_string(), ns.name(ROUTER).to_string(), ns.name(FRIEND).to_string());
+        let (vh, vrl, vrw, vf) =
+            (format!("v{}", &h[2..]), format!("l{}", &r[2..]), format!("w{}", &r[2..]), format!("v{}", &f[2..]));
+        sh(&format!(
+            "ip link add {vh} netns {h} type veth peer name {vrl} netns {r} && \
+             ip link add {vf} netns {f} type veth peer name {vrw} netns {r} && \
+             ip -n {h} addr add 10.88.1.2/24 dev {vh} && ip -n {h} link set {vh} up && \
+             ip -n {h} route add default via 10.88.1.1 && \
+             ip -n {r} addr add 10.88.1.1/24 dev {vrl} && ip -n {r} link set {vrl} up && \
+             ip -n {r} addr add 11.77.0.1/24 dev {vrw} && ip -n {r} link set {vrw} up && \
+             ip -n {f} addr add 11.77.0.2/24 dev {vf} && ip -n {f} link set {vf} up && \
+             ip netns exec {r} sysctl -qw net.ipv4.ip_forward=1"
+        ))
+        .expect("the home, router and friend namespaces");
+        // The router: forwards the home network out and back, masquerading; what comes in
+        // is dropped unless miniupnpd's chains say otherwise.
+        let rules = [
+            "table inet filter {".to_string(),
+            "chain forward {".into(),
+            "type filter hook forward priority 0; policy drop;".into(),
+            "ct state established,related accept".into(),
+            format!("iifname \"{vrl}\" oifname \"{vrw}\" accept"),
+            "jump miniupnpd".into(),
+            "}".into(),
+            "chain miniupnpd {".into(),
+            "}".into(),
+            "chain prerouting {".into(),
+            "type nat hook prerouting priority -100; policy accept;".into(),
+            "jump prerouting_miniupnpd".into(),
+            "}".into(),
+            "chain prerouting_miniupnpd {".into(),
+            "}".into(),
+            "chain postrouting {".into(),
+            "type nat hook postrouting priority 100; policy accept;".into(),
+            "jump postrouting_miniupnpd".into(),
+            format!("oifname \"{vrw}\" ip saddr 10.88.1.0/24 masquerade"),
+            "}".into(),
+            "chain postrouting_miniupnpd {".into(),
+            "}".into(),
+            "}".into(),
+        ]
+        .join("\n");
+        let dir = tempfile::tempdir().unwrap();
+        let rules_file = dir.path().join("router.nft");
+        std::fs::write(&rules_file, rules).unwrap();
+        sh(&format!("ip netns exec {r} nft -f {}", rules_file.display())).expect("the router's rules");
+        Some(Home { ns, dir, upnpd: None })
+    }
+
+    /// Starts miniupnpd on the router with UPnP, NAT-PMP or both.
+    fn start_upnpd(&mut self, upnp: bool, natpmp: bool) {
+        self.stop_upnpd();
+        let r = self.ns.name(ROUTER);
+        let conf = self.dir.path().join("miniupnpd.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ext_ifname=w{}\nlistening_ip=l{}\nhttp_port=0\nenable_upnp={}\nenable_natpmp={}\nsecure_mode=yes\n\
+                 system_uptime=yes\nuuid=3e4a1c2b-7d5f-4a6e-9b8c-1d2e3f4a5b6c\n\
+                 allow 1024-65535 10.88.1.0/24 1024-65535\ndeny 0-65535 0.0.0.0/0 0-65535\n",
+                &r[2..],
+                &r[2..],
+                if upnp { "yes" } else { "no" },
+                if natpmp { "yes" } else { "no" }
+            ),
+        )
+        .unwrap();
+        let log = self.dir.path().join("miniupnpd.log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", r, "miniupnpd", "-d", "-f"])
+            .arg(&conf)
+            .arg("-P")
+            .arg(self.dir.path().join("miniupnpd.pid"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        self.upnpd = Some(child);
+        wait_for(&log, &|s| s.contains("HTTP listening") || s.contains("Listening for NAT-PMP"), 10);
+    }
+
+    fn stop_upnpd(&mut self) {
+        if let Some(mut c) = self.upnpd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The port forwards miniupnpd has put in the router's rules now.
+    fn forwards(&self) -> String {
+        sh(&format!("ip netns exec {} nft list chain inet filter prerouting_miniupnpd", self.ns.name(ROUTER)))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        self.stop_upnpd();
+    }
+}
+
+#[test]
+fn a_friend_outside_reaches_a_home_server_only_through_the_mapping_upnp_or_nat_pmp_made() {
+    let Some(mut home) = Home::new() else { return };
+    let data = home.dir.path().join("host");
+    let friend = home.dir.path().join("friend");
+    std::fs::create_dir_all(&friend).unwrap();
+    let port = 24680;
+    let outside = format!("11.77.0.1:{port}");
+
+    // No mapping: the router keeps the friend out.
+    let (srv, _) = server(&home.ns, HOME, &data, &format!("[::]:{port}"), "8");
+    let (code, out) = bot(&home.ns, FRIEND, &friend, &outside, "friend", "2");
+    assert_ne!(code, 0, "nothing is forwarded yet: {out}");
+    finish(srv);
+
+    for (upnp, natpmp, via) in [(true, false, "UPnP"), (false, true, "NAT-PMP")] {
+        home.start_upnpd(upnp, natpmp);
+        // The same host (its key, which the friend pinned) each time.
+        let log = data.join(format!("server-{via}.log"));
+        let srv = home
+            .ns
+            .cmd(HOME, &data)
+            .args(["--dedicated", "--bind", &format!("[::]:{port}"), "--upnp", "--exit-after", "20"])
+            .env("HAILFIRE_LOG_FILE", &log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = wait_for(&log, &|s| s.contains("friends on the internet join at") || s.contains("no port mapping"), 20);
+        let by = s.contains(&format!("via=\"{via}\"")) || s.contains(&format!("via={via}"));
+        assert!(s.contains(&format!("friends on the internet join at {outside}")) && by, "mapped by {via}: {s}");
+        assert!(home.forwards().contains(&format!("{port}")), "the router forwards it: {}", home.forwards());
+        let (code, out) = bot(&home.ns, FRIEND, &friend, &outside, "friend", "3");
+        assert_eq!(code, 0, "the friend joins through the {via} mapping: {out}");
+        finish(srv);
+        let s = read(&log);
+        assert!(s.contains(&format!("removed the {via} port mapping")), "{s}");
+        assert!(!home.forwards().contains(&format!("{port}")), "gone when the host exits: {}", home.forwards());
+    }
+}

@@ -11,6 +11,7 @@ pub mod conditioner;
 pub mod discovery;
 pub mod enet;
 pub mod local;
+pub mod portmap;
 pub mod secure;
 
 pub use conditioner::{Conditioner, LinkProfile};

@@ -40,6 +40,8 @@ pub struct ServerFile {
     pub allowlist: bool,
     /// Announce the server on the local network (17 bytes a second).
     pub lan_announce: bool,
+    /// Ask the router to forward the port (UPnP IGD or NAT-PMP).
+    pub upnp: bool,
 }
 
 impl Default for ServerFile {
@@ -64,6 +66,7 @@ impl Default for ServerFile {
             metrics_bind: String::new(),
             allowlist: false,
             lan_announce: true,
+            upnp: false,
         }
     }
 }
@@ -134,7 +137,11 @@ pub fn default_text() -> String {
          # Announce this server on the local network once a second (a 17-byte broadcast),\n\
          # so games on the LAN list it whatever its port. Off for a server on the internet\n\
          # that has no LAN worth telling.\n\
-         lan_announce = true\n",
+         lan_announce = true\n\n\
+         # Ask the router in front of this machine to forward the UDP port (UPnP IGD or\n\
+         # NAT-PMP; renewed while the server runs, removed when it stops). For a server at\n\
+         # home behind a router; a VPS has no such router.\n\
+         upnp = false\n",
         d.name,
         d.bind,
         d.max_players,
@@ -261,7 +268,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\nupnp = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -281,6 +288,7 @@ impl ServerFile {
             shown.metrics_bind,
             shown.allowlist,
             shown.lan_announce,
+            shown.upnp,
         )
     }
 }

@@ -45,6 +45,9 @@ pub struct DedicatedOptions {
     pub allowlist: bool,
     /// Announce the server on the local network once a second.
     pub lan_announce: bool,
+    /// Ask the router to forward the port (UPnP or NAT-PMP), renewed while it runs and
+    /// removed when it stops.
+    pub upnp: bool,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
@@ -350,6 +353,11 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         info!(mods = ?opts.trusted_mods, "trusted mods: their scripts run in this process");
     }
     println!("type `help` for the console's commands");
+    // Held until the server stops: dropping it removes the mapping.
+    let _mapper = opts.upnp.then(|| {
+        info!(port = addr.port(), "asking the router to forward the port (upnp)");
+        crate::net::portmap::PortMapper::start(addr.port())
+    });
     let announcer = opts.lan_announce.then(|| {
         let a = crate::net::announce::Announcer::new(opts.bind, addr.port(), key8);
         info!(to = ?a.targets(), "announcing this server on the local network once a second (lan_announce)");
