@@ -10,6 +10,7 @@ use super::ui::hud::{HudState, NetOverlay};
 use crate::app::settings::{BulletColours, Settings};
 use crate::client::{Client, ClientEvent};
 use crate::content::Content;
+use crate::net::portmap::Status;
 use crate::net::Transport;
 use crate::protocol::content::{ClientContent, ContentCache, ContentDigest};
 use crate::protocol::messages::{WireTarget, F_CHANNELLING, F_DEAD, F_DOWNED, F_OUT};
@@ -66,6 +67,8 @@ pub struct Session<T: Transport = Box<dyn Transport>> {
     /// When hosting, where friends join, shown in the hub ("friends join at IP:PORT"),
     /// with a note when the chosen port was taken.
     pub join_line: Option<String>,
+    /// The router's answer the hosting lines were last made from.
+    map_status: Option<Status>,
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
     palette: Option<(ContentDigest, bool, Palette)>,
@@ -136,29 +139,64 @@ pub fn lan_ip() -> Option<std::net::IpAddr> {
     s.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())
 }
 
+/// The menu's line about hosting: where friends join (on this network, and over the
+/// internet when the router forwards the port, or what to forward by hand when it does
+/// not) and the key fingerprint they can compare.
+fn host_info_line(s: &ListenServer) -> String {
+    let port = s.addr.port();
+    let fp = &s.fingerprint;
+    let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
+    let here = match lan {
+        Some(ip) => format!("Hosting: friends on your network join at {}", SocketAddr::new(ip, port)),
+        None => format!("Hosting on UDP port {port}"),
+    };
+    let outside = match s.mapper.as_ref().map(|m| m.status()) {
+        None => String::new(),
+        Some(Status::Trying) => " · asking your router to open the port...".to_string(),
+        Some(Status::Mapped { external, via }) => format!(" · over the internet at {external} (opened by {via})"),
+        Some(Status::Failed(_)) => {
+            format!(" · no router answered: for friends over the internet, forward UDP port {port} to this machine")
+        }
+    };
+    format!("{here}{outside} · key fingerprint {fp}")
+}
+
+/// The hub's short line: where friends join.
+fn join_line_for(s: &ListenServer) -> String {
+    let port = s.addr.port();
+    if let Some(Status::Mapped { external, .. }) = s.mapper.as_ref().map(|m| m.status()) {
+        return format!("friends join at {external}");
+    }
+    match if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) } {
+        Some(ip) => format!("friends join at {}", SocketAddr::new(ip, port)),
+        None => format!("friends join on UDP port {port}"),
+    }
+}
+
 impl<T: Transport> Session<T> {
+    /// Keeps the hosting lines current (the router's answer comes a moment after hosting
+    /// starts). The port-taken note stays.
+    pub fn refresh_host_lines(&mut self) {
+        let Some(s) = self.server.as_ref() else { return };
+        let Some(now) = s.mapper.as_ref().map(|m| m.status()) else { return };
+        if self.map_status.as_ref() == Some(&now) {
+            return;
+        }
+        self.map_status = Some(now);
+        let note = self.join_line.as_ref().and_then(|l| l.find(" (port ").map(|i| l[i..].to_string()));
+        self.host_info = Some(host_info_line(s));
+        self.join_line = Some(join_line_for(s) + note.as_deref().unwrap_or(""));
+    }
+
     pub fn new(client: Client<T>, server: Option<ListenServer>) -> Session<T> {
-        let host_info = server.as_ref().map(|s| {
-            let port = s.addr.port();
-            let lan = if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) };
-            let fp = &s.fingerprint;
-            match lan {
-                Some(ip) => format!("Hosting: friends join at {ip}:{port} (UDP port {port}) · key fingerprint {fp}"),
-                None => format!("Hosting on UDP port {port} · key fingerprint {fp}"),
-            }
-        });
-        let join_line = server.as_ref().map(|s| {
-            let port = s.addr.port();
-            match if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) } {
-                Some(ip) => format!("friends join at {ip}:{port}"),
-                None => format!("friends join on UDP port {port}"),
-            }
-        });
+        let host_info = server.as_ref().map(host_info_line);
+        let join_line = server.as_ref().map(join_line_for);
         Session {
             client,
             server,
             host_info,
             join_line,
+            map_status: None,
             menu_open: false,
             menu_focus: false,
             settings_open: false,
@@ -698,6 +736,7 @@ impl<T: Transport> Session<T> {
 
     /// What the HUD shows. `cam` and `ppp` place portal labels.
     pub fn hud(&mut self, cam: Option<&Camera>, ppp: f32, look: &Settings, hint: Option<String>) -> HudState {
+        self.refresh_host_lines();
         let net_overlay = look.show_net_overlay;
         let fresh = (self.client.notices_seen - self.notices_seen).min(self.client.notices.len() as u64) as usize;
         let now = Instant::now();
@@ -928,7 +967,7 @@ impl Session {
             ban_list: crate::crash::data_dir().map(|d| d.join("host_bans.toml")),
             ..Default::default()
         };
-        let server = match ListenServer::start_watching(
+        let mut server = match ListenServer::start_watching(
             content.clone(),
             SocketAddr::new(ip, port),
             config.clone(),
@@ -938,6 +977,9 @@ impl Session {
             // The port is taken (another game?): take any free one and say which.
             Err(_) => ListenServer::start_watching(content.clone(), SocketAddr::new(ip, 0), config, watch)?,
         };
+        if settings.upnp {
+            server.map_port();
+        }
         // The host's client holds the very content the server runs: nothing to transfer.
         let installed = Some(ClientContent::of(content));
         let client = Client::new(Box::new(server.local.connect()) as Box<dyn Transport>, name, installed);

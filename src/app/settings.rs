@@ -206,6 +206,9 @@ pub struct Settings {
     pub watch_mods: bool,
     /// Record every session into the data folder's `replays/` (`hailfire replay FILE`).
     pub record_sessions: bool,
+    /// When hosting, ask the router to forward the port (UPnP or NAT-PMP), so friends on
+    /// the internet can join.
+    pub upnp: bool,
 }
 
 impl Default for Settings {
@@ -233,6 +236,7 @@ impl Default for Settings {
             show_net_overlay: false,
             watch_mods: false,
             record_sessions: false,
+            upnp: true,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "::".into(),
@@ -460,6 +464,7 @@ impl Settings {
                 self.show_net_overlay = d.show_net_overlay;
                 self.watch_mods = d.watch_mods;
                 self.record_sessions = d.record_sessions;
+                self.upnp = d.upnp;
             }
             Section::Accessibility => {
                 self.bullet_outline = d.bullet_outline;

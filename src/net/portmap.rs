@@ -66,10 +66,17 @@ impl PortMapper {
 }
 
 impl Drop for PortMapper {
-    /// Removes the mapping (a second or two at most) before the server goes.
+    /// Removes the mapping before the server goes: waits for that at most two seconds (a
+    /// router still being asked is left to finish on its own: the thread removes what it
+    /// got as soon as it has it, if the program is still running).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        let Some(t) = self.thread.take() else { return };
+        let start = Instant::now();
+        while !t.is_finished() && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if t.is_finished() {
             let _ = t.join();
         }
     }

@@ -26,6 +26,8 @@ pub struct ListenServer {
     commands: mpsc::Sender<String>,
     /// The host's pause (the menu asks; the server says whether it paused).
     pub pause: super::PauseSwitch,
+    /// Asks the router to forward the port (None: not asked for, or hosting on loopback).
+    pub mapper: Option<crate::net::portmap::PortMapper>,
 }
 
 impl ListenServer {
@@ -125,7 +127,7 @@ impl ListenServer {
             .context("starting the server thread")?;
         let addr =
             rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
-        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands, pause })
+        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands, pause, mapper: None })
     }
 
     /// Asks the server to pause (the host's menu is open) or to go on.
@@ -148,6 +150,16 @@ impl ListenServer {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // The router forgets the port with the game.
+        self.mapper = None;
+    }
+
+    /// Asks the router in front of this machine to forward the port (not for a host on
+    /// loopback, whom nobody outside could reach anyway).
+    pub fn map_port(&mut self) {
+        if !self.addr.ip().to_canonical().is_loopback() && self.mapper.is_none() {
+            self.mapper = Some(crate::net::portmap::PortMapper::start(self.addr.port()));
         }
     }
 }

@@ -73,7 +73,9 @@ impl LanList {
         let (found, running) = (self.found.clone(), self.running.clone());
         let spawned = std::thread::Builder::new().name("hailfire-lan".into()).spawn(move || {
             let ports = crate::net::discovery::default_ports();
-            if let Ok(list) = crate::net::discovery::lan(&ports, true, std::time::Duration::from_millis(700)) {
+            // A little over a second: every server announces itself once a second.
+            let wait = crate::net::announce::EVERY + std::time::Duration::from_millis(150);
+            if let Ok(list) = crate::net::discovery::lan(&ports, true, wait) {
                 if let Ok(mut f) = found.lock() {
                     *f = list;
                 }
@@ -579,6 +581,7 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         changed |= switch_row(ui, "Network overlay (ping, loss, traffic)", &mut s.show_net_overlay);
                         changed |= switch_row(ui, "Reload saved mods while hosting", &mut s.watch_mods);
                         changed |= switch_row(ui, "Record my sessions (replays folder)", &mut s.record_sessions);
+                        changed |= switch_row(ui, "Ask my router to open the port (UPnP)", &mut s.upnp);
                     }),
                     Section::Accessibility => grid.show(ui, |ui| {
                         ui.label("Outline around enemy bullets");
