@@ -37,6 +37,10 @@ struct Cli {
     /// $HAILFIRE_MAX_PLAYERS.
     #[arg(long, env = "HAILFIRE_MAX_PLAYERS", value_parser = clap::value_parser!(u64).range(1..=256))]
     max_players: Option<u64>,
+    /// Also take friends through this relay (`hailfire relay`): the log says the join code
+    /// (CODE@RELAY). For a host behind carrier-grade NAT.
+    #[arg(long, value_name = "ADDR")]
+    relay: Option<String>,
     /// Ask the router to forward the dedicated server's port (UPnP IGD or NAT-PMP): for a
     /// server at home. The log says the address friends on the internet use.
     #[arg(long)]
@@ -216,6 +220,26 @@ enum Command {
         /// key (`player_key` in the data folder), the one the game uses.
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
+    },
+    /// Run a relay for hosts behind carrier-grade NAT (no router can open a port): a host
+    /// registers with `--relay ADDR` and gets a join code; friends join with CODE@ADDR; the
+    /// relay forwards the sealed datagrams and can read none of them.
+    Relay {
+        /// Address and UDP port to listen on.
+        #[arg(long, default_value = "[::]:24700")]
+        bind: String,
+        /// Friends relayed at once, in all.
+        #[arg(long, default_value_t = 1024)]
+        max_sessions: usize,
+        /// Hosts registered at once, in all.
+        #[arg(long, default_value_t = 512)]
+        max_hosts: usize,
+        /// Stop after this many seconds (tests).
+        #[arg(long)]
+        exit_after: Option<f64>,
+        /// Tests only: change one byte of every Nth datagram a friend sends.
+        #[arg(long, hide = true, default_value_t = 0)]
+        tamper_every: u32,
     },
     /// Print this machine's player key (made on first use): the short fingerprint
     /// servers show next to your name, and the key in full, which a server's admin puts on
@@ -450,6 +474,9 @@ fn main() -> ExitCode {
         }
         eff.watch_mods |= cli.watch_mods;
         eff.upnp |= cli.upnp;
+        if let Some(r) = cli.relay.clone() {
+            eff.relay = r;
+        }
         if cli.print_config {
             println!("# {} with the command line's flags", path.display());
             print!("{}", eff.effective_text());
@@ -492,6 +519,21 @@ fn main() -> ExitCode {
             allowlist: eff.allowlist,
             lan_announce: eff.lan_announce,
             upnp: eff.upnp,
+            relay: if eff.relay.is_empty() {
+                None
+            } else {
+                let with_port = hailfire::net::relay::parse_join(&format!("AAAAAA@{}", eff.relay)).map(|(_, r)| r);
+                match with_port.as_deref().map(hailfire::net::resolve) {
+                    Some(Ok(a)) => Some(a),
+                    _ => {
+                        eprintln!(
+                            "hailfire: relay = {:?} is not an address (HOST[:PORT], default port 24700)",
+                            eff.relay
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            },
         };
         return match hailfire::server::dedicated::run(opts) {
             Ok(hailfire::server::dedicated::Ended::Stopped) => ExitCode::SUCCESS,
@@ -545,6 +587,7 @@ fn main() -> ExitCode {
                 password,
                 pin_as: Some(join.clone()),
                 identity: Some(identity),
+                relay_code: hailfire::net::relay::parse_join(&join).map(|(c, _)| c),
             };
             // Without a password the server goes by the bot's key (an operator's, in ops.toml).
             let admin = (!admin.is_empty()).then(|| (admin_password.unwrap_or_default(), admin));
@@ -752,6 +795,38 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
+        Some(Command::Relay { bind, max_sessions, max_hosts, exit_after, tamper_every }) => {
+            hailfire::logging::init(Some("relay"));
+            let addr = match hailfire::net::resolve(&bind) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("hailfire relay: --bind {bind}: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let limits = hailfire::net::relay::Limits { max_sessions, max_hosts, tamper_every, ..Default::default() };
+            let mut relay = match hailfire::net::relay::Relay::bind(addr, limits) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("hailfire relay: cannot listen on {addr}: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let s = stop.clone();
+            let _ = ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed));
+            if let Some(secs) = exit_after {
+                let s = stop.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+                    s.store(true, std::sync::atomic::Ordering::Relaxed);
+                });
+            }
+            tracing::info!(addr = %relay.local_addr().map_or(addr, |a| a), "relay listening");
+            relay.run(&stop);
+            tracing::info!(forwarded = relay.stats.forwarded, refused = relay.stats.refused, "relay stopped");
+            ExitCode::SUCCESS
+        }
         Some(Command::Key { file }) => {
             use hailfire::net::secure::Identity;
             let path = match file.or_else(Identity::player_path) {
@@ -904,7 +979,9 @@ fn bot(
     record: Option<PathBuf>,
 ) -> ExitCode {
     use hailfire::client::bot::{BotOptions, Plan};
-    let join = match hailfire::net::resolve(&join) {
+    // `CODE@RELAY`: the relay's address (the code is in `security`).
+    let target = hailfire::net::relay::parse_join(&join).map_or(join.clone(), |(_, r)| r);
+    let join = match hailfire::net::resolve(&target) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("hailfire bot: --join {join}: {e}");

@@ -8,6 +8,10 @@
 //! - A LAN of two machines (a veth pair): a server on a random port is listed by
 //!   `hailfire servers --lan` from the other machine through its announcements, and a bot
 //!   plays there over a ULA IPv6 address and over IPv4.
+//! - A home behind a masquerading router running miniupnpd: a friend outside reaches the
+//!   host only through the mapping UPnP, then NAT-PMP, made; it is gone when the host exits.
+//! - A host and a friend each behind their own masquerading router: the friend joins by
+//!   code through a relay on "the internet"; a relay that changes datagrams is caught.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -357,4 +361,124 @@ fn a_friend_outside_reaches_a_home_server_only_through_the_mapping_upnp_or_nat_p
         assert!(s.contains(&format!("removed the {via} port mapping")), "{s}");
         assert!(!home.forwards().contains(&format!("{port}")), "gone when the host exits: {}", home.forwards());
     }
+}
+
+/// The rules of a home router that lets its network out (masquerading) and nothing in but
+/// answers.
+fn masquerading_router(lan: &str, wan: &str, net: &str) -> String {
+    [
+        "table inet home {".to_string(),
+        "chain forward {".into(),
+        "type filter hook forward priority 0; policy drop;".into(),
+        "ct state established,related accept".into(),
+        format!("iifname \"{lan}\" oifname \"{wan}\" accept"),
+        "}".into(),
+        "chain postrouting {".into(),
+        "type nat hook postrouting priority 100; policy accept;".into(),
+        format!("oifname \"{wan}\" ip saddr {net} masquerade"),
+        "}".into(),
+        "}".into(),
+    ]
+    .join("\n")
+}
+
+/// A host and a friend, each behind a masquerading router of their own, and between them
+/// "the internet" (a namespace) where a relay runs: the friend joins the host by code
+/// through the relay and plays; with a relay that changes one datagram in five, the
+/// host's session refuses what was changed and says so.
+#[test]
+fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_change_nothing() {
+    let (h, ra, net, rb, f) = (0usize, 1usize, 2usize, 3usize, 4usize);
+    let Some(ns) = Namespaces::new("rly", 5) else { return };
+    let n = |i: usize| ns.name(i).to_string();
+    let t = |p: &str, i: usize| format!("{p}{}", &ns.name(i)[2..]);
+    let dir = tempfile::tempdir().unwrap();
+    sh(&format!(
+        "ip link add {vh} netns {h} type veth peer name {la} netns {ra} && \
+         ip link add {wa} netns {ra} type veth peer name {ia} netns {net} && \
+         ip link add {ib} netns {net} type veth peer name {wb} netns {rb} && \
+         ip link add {lb} netns {rb} type veth peer name {vf} netns {f} && \
+         ip -n {h} addr add 10.1.0.2/24 dev {vh} && ip -n {h} link set {vh} up && ip -n {h} route add default via 10.1.0.1 && \
+         ip -n {ra} addr add 10.1.0.1/24 dev {la} && ip -n {ra} link set {la} up && \
+         ip -n {ra} addr add 11.77.1.2/24 dev {wa} && ip -n {ra} link set {wa} up && ip -n {ra} route add default via 11.77.1.1 && \
+         ip -n {net} addr add 11.77.1.1/24 dev {ia} && ip -n {net} link set {ia} up && \
+         ip -n {net} addr add 11.77.2.1/24 dev {ib} && ip -n {net} link set {ib} up && \
+         ip -n {rb} addr add 11.77.2.2/24 dev {wb} && ip -n {rb} link set {wb} up && ip -n {rb} route add default via 11.77.2.1 && \
+         ip -n {rb} addr add 10.2.0.1/24 dev {lb} && ip -n {rb} link set {lb} up && \
+         ip -n {f} addr add 10.2.0.2/24 dev {vf} && ip -n {f} link set {vf} up && ip -n {f} route add default via 10.2.0.1 && \
+         ip netns exec {ra} sysctl -qw net.ipv4.ip_forward=1 && ip netns exec {rb} sysctl -qw net.ipv4.ip_forward=1",
+        h = n(h), ra = n(ra), net = n(net), rb = n(rb), f = n(f),
+        vh = t("v", h), la = t("l", ra), wa = t("w", ra), ia = t("a", net), ib = t("b", net), wb = t("w", rb), lb = t("l", rb), vf = t("v", f),
+    ))
+    .expect("two homes, two routers and the internet between");
+    for (r, lan, wan, net) in [(ra, t("l", ra), t("w", ra), "10.1.0.0/24"), (rb, t("l", rb), t("w", rb), "10.2.0.0/24")]
+    {
+        let file = dir.path().join(format!("router{r}.nft"));
+        std::fs::write(&file, masquerading_router(&lan, &wan, net)).unwrap();
+        sh(&format!("ip netns exec {} nft -f {}", n(r), file.display())).expect("a router's rules");
+    }
+    let (hd, fd, rd) = (dir.path().join("host"), dir.path().join("friend"), dir.path().join("relay"));
+    for d in [&hd, &fd, &rd] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let relay = |tamper: &str| {
+        let log = rd.join(format!("relay{tamper}.log"));
+        let c = ns
+            .cmd(net, &rd)
+            .args(["relay", "--bind", "[::]:24700", "--exit-after", "40", "--tamper-every", tamper])
+            .env("HAILFIRE_LOG_FILE", &log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(&log, &|s| s.contains("relay listening"), 10);
+        c
+    };
+
+    // The friend cannot reach the host directly (its router lets nothing in).
+    let mut r = relay("0");
+    let (srv, _) = server(&ns, h, &hd, "[::]:24680", "10");
+    let (code, _) = bot(&ns, f, &fd, "11.77.1.2:24680", "direct", "2");
+    assert_ne!(code, 0, "nothing comes in through the host's router");
+    finish(srv);
+
+    // Through the relay, by code.
+    let log_r = hd.join("server-relay.log");
+    let srv = ns
+        .cmd(h, &hd)
+        .args(["--dedicated", "--bind", "[::]:24680", "--relay", "11.77.1.1", "--exit-after", "40"])
+        .env("HAILFIRE_LOG_FILE", &log_r)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s = wait_for(&log_r, &|s| s.contains("friends join through the relay with"), 20);
+    let code = s.split("friends join through the relay with ").nth(1).unwrap()[..6].to_string();
+    let join = format!("{code}@11.77.2.1");
+    let (rc, out) = bot(&ns, f, &fd, &join, "relayed", "3");
+    assert_eq!(rc, 0, "the friend plays through the relay: {out}");
+    let s = read(&log_r);
+    assert!(s.contains("name=relayed") && s.contains("addr=relay session"), "{s}");
+    let (rc, out) = bot(&ns, f, &fd, "ZZZZZZ@11.77.2.1", "nocode", "2");
+    assert!(rc != 0 && out.contains("has no game with the code ZZZZZZ"), "{out}");
+
+    // A relay that changes one datagram in five: what it changed does not open, and the
+    // host's own count says so; what it did not change still makes a game.
+    let _ = r.kill();
+    let _ = r.wait();
+    r = relay("5");
+    // The host registers again within its keepalive and keeps its code.
+    let again = |s: &str| s.matches("friends join through the relay with").count() >= 1;
+    wait_for(&log_r, &again, 15);
+    std::thread::sleep(Duration::from_secs(11));
+    let s = read(&log_r);
+    let code = s.rsplit("friends join through the relay with ").next().unwrap()[..6].to_string();
+    let (_, out) = bot(&ns, f, &fd, &format!("{code}@11.77.2.1"), "tampered", "4");
+    let status = ns.cmd(h, &hd).args(["console", "--run", "status"]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.contains("did not open"), "the host refused what the relay changed: {status}\nbot: {out}");
+    let _ = r.kill();
+    let _ = r.wait();
+    finish(srv);
 }

@@ -183,6 +183,7 @@ fn a_changed_server_key_is_refused_until_accepted() {
         password: None,
         pin_as: None,
         identity: None,
+        relay_code: None,
     };
     {
         let mut s = server(&c, &bind, Identity::generate().unwrap(), None);
@@ -242,6 +243,7 @@ fn a_password_is_proven_never_sent_and_guesses_are_limited() {
         password: p.map(str::to_string),
         pin_as: None,
         identity: None,
+        relay_code: None,
     };
     let mut cl = vec![client(&c, to, "nopass", with(None))];
     run(&mut s, &mut cl, 10.0, || {});

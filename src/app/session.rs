@@ -1016,7 +1016,10 @@ impl Session {
         accept_key: Option<[u8; 32]>,
         watch: Option<&str>,
     ) -> anyhow::Result<Session> {
-        let sa = crate::net::resolve(addr).map_err(|e| anyhow::anyhow!("cannot find the server '{addr}': {e}"))?;
+        // `CODE@RELAY`: a game behind a relay.
+        let relayed = crate::net::relay::parse_join(addr);
+        let target = relayed.as_ref().map_or(addr, |(_, r)| r.as_str());
+        let sa = crate::net::resolve(target).map_err(|e| anyhow::anyhow!("cannot find the server '{target}': {e}"))?;
         let security = crate::net::secure::ClientSecurity {
             known: crate::net::secure::KnownServers::default_path()
                 .map(|path| crate::net::secure::KnownServers { path }),
@@ -1025,6 +1028,7 @@ impl Session {
             password: password.clone().filter(|p| !p.is_empty()),
             pin_as: Some(addr.to_string()),
             identity: Some(crate::net::secure::Identity::player()?),
+            relay_code: relayed.map(|(c, _)| c),
         };
         let net = crate::net::EnetTransport::connect_secure(sa, security)?;
         let installed = content.base_loaded().then(|| ClientContent::of(content));

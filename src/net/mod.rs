@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod enet;
 pub mod local;
 pub mod portmap;
+pub mod relay;
 pub mod secure;
 
 pub use conditioner::{Conditioner, LinkProfile};

@@ -42,6 +42,8 @@ pub struct ServerFile {
     pub lan_announce: bool,
     /// Ask the router to forward the port (UPnP IGD or NAT-PMP).
     pub upnp: bool,
+    /// A relay friends may also join through (`hailfire relay`; empty: none).
+    pub relay: String,
 }
 
 impl Default for ServerFile {
@@ -67,6 +69,7 @@ impl Default for ServerFile {
             allowlist: false,
             lan_announce: true,
             upnp: false,
+            relay: String::new(),
         }
     }
 }
@@ -141,7 +144,11 @@ pub fn default_text() -> String {
          # Ask the router in front of this machine to forward the UDP port (UPnP IGD or\n\
          # NAT-PMP; renewed while the server runs, removed when it stops). For a server at\n\
          # home behind a router; a VPS has no such router.\n\
-         upnp = false\n",
+         upnp = false\n\n\
+         # A relay (`hailfire relay`, HOST[:PORT]) friends may also join through, for a\n\
+         # server behind carrier-grade NAT that no router can open: the log says the join\n\
+         # code, CODE@RELAY. The relay forwards sealed datagrams and can read none.\n\
+         relay = \"\"\n",
         d.name,
         d.bind,
         d.max_players,
@@ -268,7 +275,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\nupnp = {}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\nupnp = {}\nrelay = {:?}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -289,6 +296,7 @@ impl ServerFile {
             shown.allowlist,
             shown.lan_announce,
             shown.upnp,
+            shown.relay,
         )
     }
 }

@@ -48,6 +48,8 @@ pub struct DedicatedOptions {
     /// Ask the router to forward the port (UPnP or NAT-PMP), renewed while it runs and
     /// removed when it stops.
     pub upnp: bool,
+    /// A relay friends may also join through.
+    pub relay: Option<SocketAddr>,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
@@ -258,6 +260,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         password: opts.password.clone(),
         per_address: opts.max_sessions_per_address,
         status: Some(board.clone()),
+        relay: opts.relay.map(crate::net::relay::RelayLink::new),
         ..ServerSecurity::new(identity)
     };
     let net =

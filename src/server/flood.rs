@@ -266,6 +266,7 @@ fn open_security(password: Option<&str>) -> ClientSecurity {
         password: password.map(str::to_string),
         pin_as: None,
         identity: None,
+        relay_code: None,
     }
 }
 

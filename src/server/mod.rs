@@ -360,7 +360,7 @@ impl<T: Transport> Server<T> {
 
     /// The peer's address for the log ("this machine" for the in-process pipe).
     fn addr_of(&self, peer: PeerId) -> String {
-        self.net.peer_addr(peer).map_or_else(|| "this machine".to_string(), |a| a.to_string())
+        self.net.peer_addr(peer).map_or_else(|| "this machine".to_string(), crate::net::relay::describe)
     }
 
     fn reject(&mut self, peer: PeerId, why: RejectReason) {
@@ -1622,7 +1622,7 @@ impl<T: Transport> Server<T> {
             .iter()
             .filter_map(|(peer, p)| {
                 let s = self.net.stats(*peer);
-                let addr = self.net.peer_addr(*peer).map_or("this machine".to_string(), |a| a.to_string());
+                let addr = self.net.peer_addr(*peer).map_or("this machine".to_string(), crate::net::relay::describe);
                 let player = match p.state {
                     PeerState::Playing { player } => player,
                     PeerState::Watching { target } => {

@@ -58,6 +58,7 @@ pub fn record(setup: &RecordSetup, who: &str, seconds: u32, path: &std::path::Pa
         password: setup.password.clone(),
         pin_as: None,
         identity: Some(setup.identity.clone()),
+        relay_code: None,
     };
     let net = match EnetTransport::connect_secure(setup.addr, security) {
         Ok(n) => n,

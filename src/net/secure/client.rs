@@ -27,6 +27,9 @@ pub struct ClientSecurity {
     /// The player's key pair, proven in the handshake (the server knows the player by
     /// it). None: a fresh key for this connection only (tests, tools, the attack bench).
     pub identity: Option<Identity>,
+    /// Joining through a relay: the host's join code there (the server address is then
+    /// the relay's).
+    pub relay_code: Option<[u8; 6]>,
 }
 
 impl ClientSecurity {
@@ -39,12 +42,17 @@ impl ClientSecurity {
             password: None,
             pin_as: None,
             identity: None,
+            relay_code: None,
         }
     }
 }
 
 pub(super) enum ClientPhase {
     Start,
+    /// Asking the relay for the host with our code.
+    RelayJoin {
+        sent: Instant,
+    },
     Init {
         sent: Instant,
     },
@@ -83,9 +91,19 @@ impl SecureSocket {
         let now = Instant::now();
         let mut out: Option<Vec<u8>> = None;
         match &mut c.phase {
-            ClientPhase::Start => {
-                c.phase = ClientPhase::Init { sent: now };
-                out = Some(init_packet());
+            ClientPhase::Start => match c.cfg.relay_code {
+                Some(code) => {
+                    c.phase = ClientPhase::RelayJoin { sent: now };
+                    out = Some(crate::net::relay::request(crate::net::relay::T_JOIN, &code));
+                }
+                None => {
+                    c.phase = ClientPhase::Init { sent: now };
+                    out = Some(init_packet());
+                }
+            },
+            ClientPhase::RelayJoin { sent } if now.duration_since(*sent) > RETRY => {
+                *sent = now;
+                out = c.cfg.relay_code.map(|code| crate::net::relay::request(crate::net::relay::T_JOIN, &code));
             }
             ClientPhase::Init { sent } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
@@ -114,6 +132,21 @@ impl SecureSocket {
             return None;
         }
         let now = Instant::now();
+        if let (Some((kind, code)), ClientPhase::RelayJoin { .. }) = (crate::net::relay::read_answer(data), &c.phase) {
+            if Some(code) != c.cfg.relay_code {
+                return self.stats.count(Drop::Bad);
+            }
+            if kind == crate::net::relay::T_JOINED {
+                c.phase = ClientPhase::Init { sent: now };
+                self.raw_send(from, &init_packet());
+            } else {
+                let code = crate::net::relay::code_text(&code);
+                self.fail(format!(
+                    "the relay at {from} has no game with the code {code} (the host may have stopped, or the code is mistyped)"
+                ));
+            }
+            return None;
+        }
         match (kind_of(data[0]), &mut c.phase) {
             (T_COOKIE, ClientPhase::Init { .. }) if data.len() == 18 => {
                 if data[1] != SECURE_VERSION {

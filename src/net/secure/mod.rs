@@ -500,6 +500,38 @@ impl SecureSocket {
 
     /// One datagram off the wire.
     fn take(&mut self, from: SocketAddr, data: &[u8]) {
+        // A relay's: its answer to our registration, or a friend's datagram it forwards.
+        if let Side::Server(s) = &self.side {
+            let canon = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
+            if let Some(link) = s.cfg.relay.as_ref().filter(|l| canon(l.addr) == canon(from)) {
+                match (data.first(), crate::net::relay::read_answer(data)) {
+                    (_, Some((crate::net::relay::T_CODE, code))) => {
+                        if let Ok(mut c) = link.code.lock() {
+                            if *c != Some(code) {
+                                tracing::info!(
+                                    code = %crate::net::relay::code_text(&code),
+                                    relay = %link.addr,
+                                    "friends join through the relay with {}@{}",
+                                    crate::net::relay::code_text(&code),
+                                    link.addr
+                                );
+                            }
+                            *c = Some(code);
+                        }
+                    }
+                    (Some(&crate::net::relay::T_DATA), _) if data.len() > 5 => {
+                        let sid = u32::from_le_bytes(data[1..5].try_into().expect("4 bytes"));
+                        let inner = data[5..].to_vec();
+                        return self.take(crate::net::relay::virtual_addr(sid), &inner);
+                    }
+                    _ => {
+                        self.stats.garbage += 1;
+                        self.stats.dropped += 1;
+                    }
+                }
+                return;
+            }
+        }
         let mut out = std::mem::take(&mut self.opened);
         let opened = match self.side {
             Side::Server(_) => self.server_packet(from, data, &mut out),
@@ -559,7 +591,29 @@ impl SecureSocket {
         }
     }
 
+    /// `to` as this socket can send to it: an IPv4 address from a dual-stack (IPv6)
+    /// socket is written IPv4-mapped.
+    pub(super) fn reachable(&self, to: SocketAddr) -> SocketAddr {
+        match (to, self.inner.local_addr()) {
+            (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
+            _ => to,
+        }
+    }
+
     fn raw_send(&mut self, to: SocketAddr, data: &[u8]) {
+        // A friend reached through the relay: wrapped for it.
+        if let (Side::Server(s), Some(sid)) = (&self.side, crate::net::relay::session_of(to)) {
+            let Some(relay) = s.cfg.relay.as_ref().map(|l| l.addr) else { return };
+            let relay = self.reachable(relay);
+            let mut p = Vec::with_capacity(data.len() + 5);
+            p.push(crate::net::relay::T_DATA);
+            p.extend_from_slice(&sid.to_le_bytes());
+            p.extend_from_slice(data);
+            if let Ok(n) = self.inner.send_to(&p, relay) {
+                self.stats.bytes_sent += n as u64;
+            }
+            return;
+        }
         match self.inner.send_to(data, to) {
             Ok(n) => self.stats.bytes_sent += n as u64,
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}

@@ -89,12 +89,14 @@ pub struct ServerSecurity {
     /// What status queries are answered with (None: they are not answered). The server
     /// loop keeps it current.
     pub status: Option<StatusBoard>,
+    /// A relay friends may also reach this server through (`net::relay`).
+    pub relay: Option<crate::net::relay::RelayLink>,
 }
 
 impl ServerSecurity {
     /// An identity with no password, default limits, and no status answers.
     pub fn new(identity: Identity) -> Self {
-        ServerSecurity { identity, password: None, max_sessions: 0, per_address: 0, status: None }
+        ServerSecurity { identity, password: None, max_sessions: 0, per_address: 0, status: None, relay: None }
     }
 }
 
@@ -153,6 +155,8 @@ pub(super) struct ServerSide {
     pub(super) last_expire: Instant,
     /// When a full table was last logged (at most once a minute each).
     pub(super) logged_full: HashMap<&'static str, Instant>,
+    /// When the relay was last asked for (or told to keep) our code.
+    pub(super) relay_sent: Option<Instant>,
 }
 
 impl ServerSide {
@@ -170,6 +174,7 @@ impl ServerSide {
             status_budget: Budget::default(),
             last_expire: now,
             logged_full: HashMap::new(),
+            relay_sent: None,
         }
     }
 
@@ -679,6 +684,19 @@ impl SecureSocket {
             return;
         }
         s.last_expire = now;
+        // Registered with the relay: again every so often (which keeps our NAT's door to it
+        // open), every second until it answers.
+        if let Some(link) = s.cfg.relay.clone() {
+            let code = link.code();
+            let every = if code.is_some() { crate::net::relay::KEEPALIVE } else { Duration::from_secs(1) };
+            if s.relay_sent.is_none_or(|t| now.duration_since(t) >= every) {
+                s.relay_sent = Some(now);
+                let p = crate::net::relay::request(crate::net::relay::T_REGISTER, &code.unwrap_or([0; 6]));
+                let to = self.reachable(link.addr);
+                let _ = self.inner.send_to(&p, to);
+            }
+        }
+        let Side::Server(s) = &mut self.side else { return };
         // Held password checks first (one that waited to the end is refused, not dropped):
         // addresses with no wrong guess in the last ten minutes first, then oldest first.
         let guessed = |ip: IpAddr| s.guesses.get(&address_key(ip)).is_some_and(|(_, last)| last.is_some());

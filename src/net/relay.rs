@@ -1,0 +1,435 @@
+//! A relay for hosts no port mapping can help (carrier-grade NAT): `hailfire relay` is a
+//! small UDP server anyone can run on a VPS. A host registers from its game socket and is
+//! given a join code; a friend joins with `CODE@RELAY`; the relay forwards the datagrams
+//! of the secure layer between them as they are. It never holds a key: everything it
+//! forwards is sealed end to end (the friend's game pins the host's key as it would
+//! directly), so it can read nothing, and a datagram it changes does not open.
+//!
+//! Datagrams (all little-endian; none answered larger than its request):
+//! - `0x30 Register` host->relay: `u8 0x30, u8 version, [6] code (zeros: a new one)`,
+//!   zero padding to 64 bytes; sent every `KEEPALIVE` (it keeps the host's NAT open too);
+//! - `0x31 Code` relay->host: `u8 0x31, u8 version, [6] code` (8 bytes);
+//! - `0x32 Join` friend->relay: `u8 0x32, u8 version, [6] code`, zero padding to 64;
+//! - `0x33 Joined` relay->friend: `u8 0x33, u8 version, [6] code`; `0x34 Unknown`: the
+//!   same with no such host (8 bytes);
+//! - `0x35 Data` relay<->host: `u8 0x35, u32 session, datagram`: the friend's datagram
+//!   and the host's answer. Between friend and relay, datagrams go as they are.
+//!
+//! The host sees each relayed friend at an address of its own (`virtual_addr`), so
+//! everything per address (sessions, limits, bans) works unchanged.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub const T_REGISTER: u8 = 0x30;
+pub const T_CODE: u8 = 0x31;
+pub const T_JOIN: u8 = 0x32;
+pub const T_JOINED: u8 = 0x33;
+pub const T_UNKNOWN: u8 = 0x34;
+pub const T_DATA: u8 = 0x35;
+pub const VERSION: u8 = 1;
+pub const REQUEST_LEN: usize = 64;
+pub const ANSWER_LEN: usize = 8;
+pub const DEFAULT_PORT: u16 = 24700;
+/// How often a host registers again (a NAT forgets an idle UDP flow after 30 s or more).
+pub const KEEPALIVE: Duration = Duration::from_secs(10);
+/// A host or a friend silent this long is forgotten.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// Codes use these letters: no 0/O or 1/I to misread.
+const ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// What the relay allows.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Friends relayed at once, in all.
+    pub max_sessions: usize,
+    /// Hosts registered at once, in all, and from one IP address.
+    pub max_hosts: usize,
+    pub max_hosts_per_ip: usize,
+    /// Friends relayed to one host at once.
+    pub sessions_per_host: usize,
+    /// Datagrams and bytes a second one session may send each way.
+    pub packets_per_second: u32,
+    pub bytes_per_second: u64,
+    /// Tests only: change one byte of every Nth datagram a friend sends (0: never), to show
+    /// that the host's session refuses what a relay tampered with.
+    pub tamper_every: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_sessions: 1024,
+            max_hosts: 512,
+            max_hosts_per_ip: 4,
+            sessions_per_host: 64,
+            packets_per_second: 600,
+            bytes_per_second: 512 * 1024,
+            tamper_every: 0,
+        }
+    }
+}
+
+/// A code as text (`ABC234`), or the code in `text` (any case).
+pub fn code_text(c: &[u8; 6]) -> String {
+    c.iter().map(|&b| b as char).collect()
+}
+
+pub fn parse_code(text: &str) -> Option<[u8; 6]> {
+    let t = text.trim().to_ascii_uppercase();
+    let b = t.as_bytes();
+    (b.len() == 6 && b.iter().all(|x| ALPHABET.contains(x))).then(|| b.try_into().expect("6 bytes"))
+}
+
+/// `CODE@HOST[:PORT]`: a game behind a relay (the relay's port defaults to 24700).
+pub fn parse_join(text: &str) -> Option<([u8; 6], String)> {
+    let (code, relay) = text.trim().split_once('@')?;
+    let code = parse_code(code)?;
+    let relay = relay.trim();
+    if relay.is_empty() {
+        return None;
+    }
+    let has_port = relay.parse::<SocketAddr>().is_ok()
+        || relay.rsplit_once(':').is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok());
+    Some((code, if has_port { relay.to_string() } else { format!("{relay}:{DEFAULT_PORT}") }))
+}
+
+/// The address a host's socket gives relayed session `sid`: a unique-local IPv6 address
+/// with the session in its /64 (so per-address limits count each friend on their own).
+pub fn virtual_addr(sid: u32) -> SocketAddr {
+    SocketAddr::V6(SocketAddrV6::new(
+        Ipv6Addr::new(0xfdff, 0xffff, (sid >> 16) as u16, sid as u16, 0, 0, 0, 1),
+        DEFAULT_PORT,
+        0,
+        0,
+    ))
+}
+
+/// The session of a virtual address, if it is one.
+pub fn session_of(a: SocketAddr) -> Option<u32> {
+    match a {
+        SocketAddr::V6(v) if v.port() == DEFAULT_PORT => {
+            let s = v.ip().segments();
+            (s[0] == 0xfdff && s[1] == 0xffff && s[4..] == [0, 0, 0, 1]).then(|| ((s[2] as u32) << 16) | s[3] as u32)
+        }
+        _ => None,
+    }
+}
+
+/// An address as the console and the log show it: a relayed friend as "relay session N".
+pub fn describe(a: SocketAddr) -> String {
+    match session_of(a) {
+        Some(sid) => format!("relay session {sid}"),
+        None => a.to_string(),
+    }
+}
+
+pub fn request(kind: u8, code: &[u8; 6]) -> Vec<u8> {
+    let mut p = vec![kind, VERSION];
+    p.extend_from_slice(code);
+    p.resize(REQUEST_LEN, 0);
+    p
+}
+
+fn answer(kind: u8, code: &[u8; 6]) -> [u8; ANSWER_LEN] {
+    let mut p = [0u8; ANSWER_LEN];
+    p[0] = kind;
+    p[1] = VERSION;
+    p[2..].copy_from_slice(code);
+    p
+}
+
+/// `(kind, code)` of a relay answer.
+pub fn read_answer(d: &[u8]) -> Option<(u8, [u8; 6])> {
+    (d.len() == ANSWER_LEN && d[1] == VERSION && matches!(d[0], T_CODE | T_JOINED | T_UNKNOWN))
+        .then(|| (d[0], d[2..8].try_into().expect("6 bytes")))
+}
+
+/// A host's link to a relay: where the relay is, and the join code it gave (shared with
+/// the server loop, which shows it).
+#[derive(Clone, Debug)]
+pub struct RelayLink {
+    pub addr: SocketAddr,
+    pub code: std::sync::Arc<std::sync::Mutex<Option<[u8; 6]>>>,
+}
+
+impl RelayLink {
+    pub fn new(addr: SocketAddr) -> RelayLink {
+        RelayLink { addr, code: Default::default() }
+    }
+
+    pub fn code(&self) -> Option<[u8; 6]> {
+        self.code.lock().ok().and_then(|c| *c)
+    }
+}
+
+struct Host {
+    addr: SocketAddr,
+    last: Instant,
+}
+
+struct Session {
+    code: [u8; 6],
+    sid: u32,
+    last: Instant,
+    /// (window start, packets, bytes) each way: friend to host, host to friend.
+    rate: [(Instant, u32, u64); 2],
+    forwarded: u32,
+}
+
+/// What the relay counted (for its log).
+#[derive(Clone, Debug, Default)]
+pub struct RelayStats {
+    pub hosts: usize,
+    pub sessions: usize,
+    pub forwarded: u64,
+    pub refused: u64,
+}
+
+pub struct Relay {
+    socket: UdpSocket,
+    limits: Limits,
+    hosts: HashMap<[u8; 6], Host>,
+    sessions: HashMap<SocketAddr, Session>,
+    by_sid: HashMap<u32, SocketAddr>,
+    next_sid: u32,
+    pub stats: RelayStats,
+    seed: u64,
+}
+
+impl Relay {
+    pub fn bind(addr: SocketAddr, limits: Limits) -> io::Result<Relay> {
+        let socket = crate::net::enet::bind_udp(addr)?;
+        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+                ^ (std::process::id() as u64) << 32;
+        Ok(Relay {
+            socket,
+            limits,
+            hosts: HashMap::new(),
+            sessions: HashMap::new(),
+            by_sid: HashMap::new(),
+            next_sid: 1,
+            stats: RelayStats::default(),
+            seed,
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    fn new_code(&mut self) -> [u8; 6] {
+        loop {
+            let mut c = [0u8; 6];
+            for b in c.iter_mut() {
+                // xorshift over the seed: codes are names, not secrets (the host's key
+                // is what a friend's game checks).
+                self.seed ^= self.seed << 13;
+                self.seed ^= self.seed >> 7;
+                self.seed ^= self.seed << 17;
+                *b = ALPHABET[(self.seed % 32) as usize];
+            }
+            if !self.hosts.contains_key(&c) {
+                return c;
+            }
+        }
+    }
+
+    /// Runs until `stop`.
+    pub fn run(&mut self, stop: &AtomicBool) {
+        let mut buf = vec![0u8; 2048];
+        let mut last_expire = Instant::now();
+        let mut last_log = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            match self.socket.recv_from(&mut buf) {
+                // Addresses stay as the socket gives them (IPv4-mapped on a dual-stack
+                // socket): answers go back to exactly that.
+                Ok((n, from)) => {
+                    let data = buf[..n].to_vec();
+                    self.packet(from, &data);
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                Err(_) => {}
+            }
+            if last_expire.elapsed() >= Duration::from_secs(1) {
+                last_expire = Instant::now();
+                self.expire();
+            }
+            if last_log.elapsed() >= Duration::from_secs(60) {
+                last_log = Instant::now();
+                tracing::info!(
+                    hosts = self.hosts.len(),
+                    sessions = self.sessions.len(),
+                    forwarded = self.stats.forwarded,
+                    refused = self.stats.refused,
+                    "relay status"
+                );
+            }
+        }
+    }
+
+    fn send(&self, to: SocketAddr, data: &[u8]) {
+        let _ = self.socket.send_to(data, to);
+    }
+
+    /// One datagram.
+    pub fn packet(&mut self, from: SocketAddr, d: &[u8]) {
+        let now = Instant::now();
+        match d.first() {
+            Some(&T_REGISTER) if d.len() == REQUEST_LEN && d[1] == VERSION => {
+                let asked: [u8; 6] = d[2..8].try_into().expect("6 bytes");
+                // Its own code again (a keepalive), or a new one.
+                if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
+                    h.last = now;
+                    return self.send(from, &answer(T_CODE, &asked));
+                }
+                if let Some((code, _)) = self.hosts.iter().find(|(_, h)| h.addr == from) {
+                    let code = *code;
+                    return self.send(from, &answer(T_CODE, &code));
+                }
+                let ip = from.ip();
+                let mine = self.hosts.values().filter(|h| h.addr.ip() == ip).count();
+                if self.hosts.len() >= self.limits.max_hosts || mine >= self.limits.max_hosts_per_ip {
+                    self.stats.refused += 1;
+                    return;
+                }
+                let code = self.new_code();
+                self.hosts.insert(code, Host { addr: from, last: now });
+                tracing::info!(code = %code_text(&code), host = %from, "a host registered");
+                self.send(from, &answer(T_CODE, &code));
+            }
+            Some(&T_JOIN) if d.len() == REQUEST_LEN && d[1] == VERSION => {
+                let code: [u8; 6] = d[2..8].try_into().expect("6 bytes");
+                if !self.hosts.contains_key(&code) {
+                    self.stats.refused += 1;
+                    return self.send(from, &answer(T_UNKNOWN, &code));
+                }
+                if let Some(s) = self.sessions.get_mut(&from) {
+                    if s.code == code {
+                        s.last = now;
+                        return self.send(from, &answer(T_JOINED, &code));
+                    }
+                    // The same socket joining another game: the old session ends.
+                    let sid = s.sid;
+                    self.sessions.remove(&from);
+                    self.by_sid.remove(&sid);
+                }
+                let per_host = self.sessions.values().filter(|s| s.code == code).count();
+                if self.sessions.len() >= self.limits.max_sessions || per_host >= self.limits.sessions_per_host {
+                    self.stats.refused += 1;
+                    return;
+                }
+                let sid = self.next_sid;
+                self.next_sid = self.next_sid.wrapping_add(1).max(1);
+                self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0 });
+                self.by_sid.insert(sid, from);
+                tracing::info!(code = %code_text(&code), friend = %from, session = sid, "a friend joined through the relay");
+                self.send(from, &answer(T_JOINED, &code));
+            }
+            // The host's answer to a friend.
+            Some(&T_DATA) if d.len() > 5 => {
+                let sid = u32::from_le_bytes(d[1..5].try_into().expect("4 bytes"));
+                let Some(friend) = self.by_sid.get(&sid).copied() else { return };
+                let Some(s) = self.sessions.get_mut(&friend) else { return };
+                let Some(host) = self.hosts.get(&s.code) else { return };
+                if host.addr != from {
+                    self.stats.refused += 1;
+                    return;
+                }
+                if !within(&mut s.rate[1], d.len() - 5, now, &self.limits) {
+                    self.stats.refused += 1;
+                    return;
+                }
+                self.stats.forwarded += 1;
+                let _ = self.socket.send_to(&d[5..], friend);
+            }
+            // A friend's datagram for the host.
+            Some(_) => {
+                let Some(s) = self.sessions.get_mut(&from) else {
+                    self.stats.refused += 1;
+                    return;
+                };
+                let Some(host) = self.hosts.get(&s.code).map(|h| h.addr) else { return };
+                if !within(&mut s.rate[0], d.len(), now, &self.limits) {
+                    self.stats.refused += 1;
+                    return;
+                }
+                s.last = now;
+                s.forwarded += 1;
+                let mut p = Vec::with_capacity(d.len() + 5);
+                p.push(T_DATA);
+                p.extend_from_slice(&s.sid.to_le_bytes());
+                p.extend_from_slice(d);
+                if self.limits.tamper_every > 0 && s.forwarded.is_multiple_of(self.limits.tamper_every) {
+                    let last = p.len() - 1;
+                    p[last] ^= 0x5a;
+                }
+                self.stats.forwarded += 1;
+                let _ = self.socket.send_to(&p, host);
+            }
+            None => {}
+        }
+    }
+
+    fn expire(&mut self) {
+        let now = Instant::now();
+        self.hosts.retain(|code, h| {
+            let keep = now.duration_since(h.last) < IDLE;
+            if !keep {
+                tracing::info!(code = %code_text(code), "a host went quiet: its code is free again");
+            }
+            keep
+        });
+        let hosts = &self.hosts;
+        let by_sid = &mut self.by_sid;
+        self.sessions.retain(|_, s| {
+            let keep = now.duration_since(s.last) < IDLE && hosts.contains_key(&s.code);
+            if !keep {
+                by_sid.remove(&s.sid);
+            }
+            keep
+        });
+        self.stats.hosts = self.hosts.len();
+        self.stats.sessions = self.sessions.len();
+    }
+}
+
+/// Per-second budgets of one direction of one session.
+fn within(w: &mut (Instant, u32, u64), len: usize, now: Instant, l: &Limits) -> bool {
+    if now.duration_since(w.0) >= Duration::from_secs(1) {
+        *w = (now, 0, 0);
+    }
+    w.1 += 1;
+    w.2 += len as u64;
+    w.1 <= l.packets_per_second && w.2 <= l.bytes_per_second
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_joins_and_virtual_addresses() {
+        let c = parse_code("ab3cd4").expect("a code, any case");
+        assert_eq!(code_text(&c), "AB3CD4");
+        assert!(parse_code("AB0CD4").is_none(), "no 0, O, 1 or I");
+        assert!(parse_code("ABCDE").is_none());
+        assert_eq!(parse_join("ab3cd4@relay.example").map(|(_, r)| r), Some("relay.example:24700".into()));
+        assert_eq!(parse_join("AB3CD4@[2001:db8::1]:9000").map(|(_, r)| r), Some("[2001:db8::1]:9000".into()));
+        assert!(parse_join("relay.example").is_none() && parse_join("AB3CD4@").is_none());
+        for sid in [1u32, 65_536, u32::MAX] {
+            assert_eq!(session_of(virtual_addr(sid)), Some(sid));
+        }
+        assert_eq!(session_of("[fdff:ffff::2]:24700".parse().unwrap()), None);
+        assert_ne!(
+            crate::net::secure::address_key(virtual_addr(1).ip()),
+            crate::net::secure::address_key(virtual_addr(2).ip()),
+            "each relayed friend counts as an address of its own"
+        );
+    }
+}
