@@ -67,8 +67,8 @@ pub struct Session<T: Transport = Box<dyn Transport>> {
     /// When hosting, where friends join, shown in the hub ("friends join at IP:PORT"),
     /// with a note when the chosen port was taken.
     pub join_line: Option<String>,
-    /// The router's answer the hosting lines were last made from.
-    map_status: Option<Status>,
+    /// The router's answer and the relay's code the hosting lines were last made from.
+    map_status: Option<(Option<Status>, Option<[u8; 6]>)>,
     last_roster: Vec<String>,
     /// Colours and shapes of the session's content (the server's, once joined).
     palette: Option<(ContentDigest, bool, Palette)>,
@@ -158,7 +158,14 @@ fn host_info_line(s: &ListenServer) -> String {
             format!(" · no router answered: for friends over the internet, forward UDP port {port} to this machine")
         }
     };
-    format!("{here}{outside} · key fingerprint {fp}")
+    let relayed = match s.relay.as_ref() {
+        None => String::new(),
+        Some(l) => match l.code() {
+            Some(c) => format!(" · through the relay: {}@{}", crate::net::relay::code_text(&c), l.addr),
+            None => " · asking the relay for a code...".to_string(),
+        },
+    };
+    format!("{here}{outside}{relayed} · key fingerprint {fp}")
 }
 
 /// The hub's short line: where friends join.
@@ -166,6 +173,9 @@ fn join_line_for(s: &ListenServer) -> String {
     let port = s.addr.port();
     if let Some(Status::Mapped { external, .. }) = s.mapper.as_ref().map(|m| m.status()) {
         return format!("friends join at {external}");
+    }
+    if let Some((l, c)) = s.relay.as_ref().and_then(|l| l.code().map(|c| (l, c))) {
+        return format!("friends join with {}@{}", crate::net::relay::code_text(&c), l.addr);
     }
     match if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) } {
         Some(ip) => format!("friends join at {}", SocketAddr::new(ip, port)),
@@ -178,7 +188,10 @@ impl<T: Transport> Session<T> {
     /// starts). The port-taken note stays.
     pub fn refresh_host_lines(&mut self) {
         let Some(s) = self.server.as_ref() else { return };
-        let Some(now) = s.mapper.as_ref().map(|m| m.status()) else { return };
+        if s.mapper.is_none() && s.relay.is_none() {
+            return;
+        }
+        let now = (s.mapper.as_ref().map(|m| m.status()), s.relay.as_ref().and_then(|l| l.code()));
         if self.map_status.as_ref() == Some(&now) {
             return;
         }
@@ -961,7 +974,17 @@ impl Session {
             .map_err(|_| anyhow::anyhow!("the host address '{address}' in settings is not an IP address"))?;
         let watch = settings.watch_mods.then(|| settings.mod_choice());
         // Friends see this name in their Join menu's LAN list and when they join.
+        let relay = if settings.relay.trim().is_empty() {
+            None
+        } else {
+            let with_port = crate::net::relay::parse_join(&format!("AAAAAA@{}", settings.relay.trim())).map(|(_, r)| r);
+            Some(
+                crate::net::resolve(with_port.as_deref().unwrap_or(""))
+                    .map_err(|e| anyhow::anyhow!("the relay '{}' in settings: {e}", settings.relay.trim()))?,
+            )
+        };
         let config = crate::server::ServerConfig {
+            relay,
             name: crate::protocol::names::clip(&format!("{}'s game", crate::protocol::names::sanitize(name)), 48),
             // The host's bans (Kick/Ban in the in-game menu) last across games.
             ban_list: crate::crash::data_dir().map(|d| d.join("host_bans.toml")),

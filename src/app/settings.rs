@@ -209,6 +209,9 @@ pub struct Settings {
     /// When hosting, ask the router to forward the port (UPnP or NAT-PMP), so friends on
     /// the internet can join.
     pub upnp: bool,
+    /// When hosting, also take friends through this relay (`hailfire relay`, HOST[:PORT];
+    /// empty: none): for a host behind carrier-grade NAT.
+    pub relay: String,
 }
 
 impl Default for Settings {
@@ -237,6 +240,7 @@ impl Default for Settings {
             watch_mods: false,
             record_sessions: false,
             upnp: true,
+            relay: String::new(),
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "::".into(),
@@ -465,6 +469,7 @@ impl Settings {
                 self.watch_mods = d.watch_mods;
                 self.record_sessions = d.record_sessions;
                 self.upnp = d.upnp;
+                self.relay = d.relay.clone();
             }
             Section::Accessibility => {
                 self.bullet_outline = d.bullet_outline;

@@ -28,6 +28,8 @@ pub struct ListenServer {
     pub pause: super::PauseSwitch,
     /// Asks the router to forward the port (None: not asked for, or hosting on loopback).
     pub mapper: Option<crate::net::portmap::PortMapper>,
+    /// The relay friends may also join through, and the code it gave.
+    pub relay: Option<crate::net::relay::RelayLink>,
 }
 
 impl ListenServer {
@@ -69,7 +71,9 @@ impl ListenServer {
             }));
         let key8: [u8; 8] = identity.public[..8].try_into().expect("8 bytes");
         let config_announce = config.lan_announce;
-        let security = ServerSecurity { status: Some(board.clone()), ..ServerSecurity::new(identity) };
+        let relay = config.relay.map(crate::net::relay::RelayLink::new);
+        let security =
+            ServerSecurity { status: Some(board.clone()), relay: relay.clone(), ..ServerSecurity::new(identity) };
         let (tx, rx) = mpsc::channel();
         let (commands, cmd_rx) = mpsc::channel();
         let ban_list = config.ban_list.clone();
@@ -127,7 +131,7 @@ impl ListenServer {
             .context("starting the server thread")?;
         let addr =
             rx.recv().context("the server thread ended early")?.with_context(|| format!("cannot listen on {bind}"))?;
-        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands, pause, mapper: None })
+        Ok(ListenServer { addr, local, fingerprint, stop, thread: Some(thread), commands, pause, mapper: None, relay })
     }
 
     /// Asks the server to pause (the host's menu is open) or to go on.

@@ -100,6 +100,8 @@ pub struct ServerConfig {
     /// Announce the server on the local network (any port is then found by the Join
     /// menu and `hailfire servers --lan`).
     pub lan_announce: bool,
+    /// Host and play: a relay friends may also join through (`hailfire relay`).
+    pub relay: Option<std::net::SocketAddr>,
     /// Threads that tick instances side by side (1: the server's own thread).
     pub threads: usize,
     /// Mods whose scripts run in this process; the others (but the base game) in workers.
@@ -119,6 +121,7 @@ impl Default for ServerConfig {
             ban_list: None,
             allowlist: false,
             lan_announce: true,
+            relay: None,
             threads: 1,
             trusted_mods: Vec::new(),
         }

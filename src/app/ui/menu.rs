@@ -582,6 +582,11 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                         changed |= switch_row(ui, "Reload saved mods while hosting", &mut s.watch_mods);
                         changed |= switch_row(ui, "Record my sessions (replays folder)", &mut s.record_sessions);
                         changed |= switch_row(ui, "Ask my router to open the port (UPnP)", &mut s.upnp);
+                        ui.label("Relay (for hosts no router can open)");
+                        changed |= ui
+                            .add(egui::TextEdit::singleline(&mut s.relay).hint_text("relay.example.org").char_limit(64))
+                            .changed();
+                        ui.end_row();
                     }),
                     Section::Accessibility => grid.show(ui, |ui| {
                         ui.label("Outline around enemy bullets");
