@@ -473,7 +473,8 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     wait_for(&log_r, &again, 15);
     std::thread::sleep(Duration::from_secs(11));
     let s = read(&log_r);
-    let code = s.rsplit("friends join through the relay with ").next().unwrap()[..6].to_string();
+    let again = s.rsplit("friends join through the relay with ").next().unwrap()[..6].to_string();
+    assert_eq!(again, code, "the host keeps its code across the relay's restart");
     let (_, out) = bot(&ns, f, &fd, &format!("{code}@11.77.2.1"), "tampered", "4");
     let status = ns.cmd(h, &hd).args(["console", "--run", "status"]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout).into_owned();

@@ -298,7 +298,10 @@ impl Relay {
                     self.stats.refused += 1;
                     return;
                 }
-                let code = self.new_code();
+                // A host that had a code (this relay restarted, or forgot it) keeps it
+                // if nobody took it meanwhile: its friends' "CODE@RELAY" still works.
+                let valid = parse_code(&code_text(&asked)).is_some();
+                let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
                 self.hosts.insert(code, Host { addr: from, last: now });
                 tracing::info!(code = %code_text(&code), host = %from, "a host registered");
                 self.send(from, &answer(T_CODE, &code));
