@@ -171,11 +171,20 @@ fn host_info_line(s: &ListenServer) -> String {
 /// The hub's short line: where friends join.
 fn join_line_for(s: &ListenServer) -> String {
     let port = s.addr.port();
-    if let Some(Status::Mapped { external, .. }) = s.mapper.as_ref().map(|m| m.status()) {
-        return format!("friends join at {external}");
+    // A relay's code first when the router's outside address is not a public one (a NAT
+    // behind the NAT), else the mapping.
+    let mapped = match s.mapper.as_ref().map(|m| m.status()) {
+        Some(Status::Mapped { external, .. }) => Some(external),
+        _ => None,
+    };
+    if let Some(e) = mapped.filter(|e| crate::net::portmap::is_public(e.ip())) {
+        return format!("friends join at {e}");
     }
     if let Some((l, c)) = s.relay.as_ref().and_then(|l| l.code().map(|c| (l, c))) {
         return format!("friends join with {}@{}", crate::net::relay::code_text(&c), l.addr);
+    }
+    if let Some(e) = mapped {
+        return format!("friends join at {e}");
     }
     match if s.addr.ip().is_unspecified() { lan_ip() } else { Some(s.addr.ip()) } {
         Some(ip) => format!("friends join at {}", SocketAddr::new(ip, port)),

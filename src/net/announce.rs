@@ -218,14 +218,25 @@ pub fn listen_each(wait: Duration, mut each: impl FnMut(SocketAddr, Announcement
     while start.elapsed() < wait {
         let mut got = false;
         for s in &sockets {
-            while let Ok((n, from)) = s.recv_from(&mut buf) {
+            // A flood at the port must not keep this past its time.
+            while start.elapsed() < wait {
+                let Ok((n, from)) = s.recv_from(&mut buf) else { break };
                 got = true;
-                if let Some(a) = Announcement::decode(&buf[..n]) {
-                    let addr = SocketAddr::new(from.ip().to_canonical(), a.port);
-                    if !heard.contains(&addr) && heard.len() < 256 {
-                        heard.push(addr);
-                        each(addr, a);
+                let Some(a) = Announcement::decode(&buf[..n]) else { continue };
+                // The sender's address with the announced port (an IPv6 link-local one
+                // keeps its interface).
+                let addr = match from {
+                    SocketAddr::V6(v) if v.ip().to_ipv4_mapped().is_none() => {
+                        SocketAddr::V6(std::net::SocketAddrV6::new(*v.ip(), a.port, 0, v.scope_id()))
                     }
+                    _ => SocketAddr::new(from.ip().to_canonical(), a.port),
+                };
+                // At most a few ports from one sender (a forged flood of announcements must
+                // not turn listeners into a source of queries at one victim's every port).
+                let from_it = heard.iter().filter(|h| h.ip() == addr.ip()).count();
+                if !heard.contains(&addr) && heard.len() < 64 && from_it < 4 {
+                    heard.push(addr);
+                    each(addr, a);
                 }
             }
         }

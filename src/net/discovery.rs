@@ -111,8 +111,9 @@ pub fn lan(ports: &[u16], broadcast: bool, wait: Duration) -> io::Result<Vec<Fou
                 SocketAddr::V4(_) => addr,
                 // This socket speaks IPv4; an IPv6 server is asked on its own.
                 SocketAddr::V6(_) => {
-                    if asked.insert(addr) {
-                        if let Ok(f) = query_one(addr, Duration::from_millis(300)) {
+                    let v6 = asked.iter().filter(|a: &&SocketAddr| a.is_ipv6()).count();
+                    if v6 < 4 && asked.insert(addr) {
+                        if let Ok(f) = query_one(addr, Duration::from_millis(150)) {
                             found.entry(addr).or_insert(f);
                         }
                     }

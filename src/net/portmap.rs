@@ -94,7 +94,7 @@ fn run(port: u16, status: &Mutex<Status>, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() >= renew_at {
             let was_mapped = held.is_some();
-            match map(port, held.as_ref()) {
+            match map(port, held.as_ref(), stop) {
                 Ok((h, external, via)) => {
                     if !was_mapped {
                         tracing::info!(%external, via, "the router forwards UDP port {port} to this machine: friends on the internet join at {external}");
@@ -120,11 +120,19 @@ fn run(port: u16, status: &Mutex<Status>, stop: &AtomicBool) {
 }
 
 /// NAT-PMP, then UPnP; renewing `held`'s kind first when there is one.
-fn map(port: u16, held: Option<&Held>) -> Result<(Held, SocketAddr, &'static str), String> {
+fn map(port: u16, held: Option<&Held>, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
     let pmp_first = !matches!(held, Some(Held::Upnp { .. }));
+    // A renewal asks for the outside port it has (a port first given instead of ours).
+    let want = match held {
+        Some(Held::Upnp { external_port, .. }) => *external_port,
+        _ => port,
+    };
     let mut why = Vec::new();
     for pmp in if pmp_first { [true, false] } else { [false, true] } {
-        let r = if pmp { map_pmp(port) } else { map_upnp(port) };
+        if stop.load(Ordering::Relaxed) {
+            return Err("stopped".into());
+        }
+        let r = if pmp { map_pmp(port) } else { map_upnp(port, want, stop) };
         match r {
             Ok(x) => return Ok(x),
             Err(e) => why.push(e),
@@ -163,10 +171,11 @@ fn map_pmp(port: u16) -> Result<(Held, SocketAddr, &'static str), String> {
         _ => return Err("NAT-PMP: an answer that was not our mapping".into()),
     };
     let external = SocketAddr::from((public, external_port));
+    warn_if_not_public(external);
     Ok((Held::Pmp { gateway, internal_port: port }, external, "NAT-PMP"))
 }
 
-fn map_upnp(port: u16) -> Result<(Held, SocketAddr, &'static str), String> {
+fn map_upnp(port: u16, want: u16, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
     let mut opts = igd_next::SearchOptions::default();
     opts.timeout = Some(Duration::from_secs(3));
     opts.single_search_timeout = Some(Duration::from_secs(3));
@@ -178,22 +187,40 @@ fn map_upnp(port: u16) -> Result<(Held, SocketAddr, &'static str), String> {
         .map_err(|e| format!("UPnP: cannot tell this machine's address on {}: {e}", gateway.addr))?;
     let local = SocketAddr::new(local_ip, port);
     let public = gateway.get_external_ip().map_err(|e| format!("UPnP: {e}"))?;
+    // The search takes seconds: a server that stopped meanwhile asks for nothing.
+    if stop.load(Ordering::Relaxed) {
+        return Err("stopped".into());
+    }
     let lease = LEASE.as_secs() as u32;
-    let external_port = match gateway.add_port(igd_next::PortMappingProtocol::UDP, port, local, lease, DESCRIPTION) {
-        Ok(()) => port,
+    let external_port = match gateway.add_port(igd_next::PortMappingProtocol::UDP, want, local, lease, DESCRIPTION) {
+        Ok(()) => want,
         // The port is taken on the router (another machine's game): any other.
         Err(_) => gateway
             .add_any_port(igd_next::PortMappingProtocol::UDP, local, lease, DESCRIPTION)
             .map_err(|e| format!("UPnP: {e}"))?,
     };
     let external = SocketAddr::new(public, external_port);
-    if let IpAddr::V4(a) = public {
-        if a.is_private() || a.is_unspecified() {
-            // A router behind another NAT (carrier-grade): the mapping helps nobody outside.
-            tracing::warn!(%external, "the router's own outside address is private: it is behind another NAT, and friends on the internet may still not reach this machine");
-        }
-    }
+    warn_if_not_public(external);
     Ok((Held::Upnp { gateway: Box::new(gateway), external_port, local }, external, "UPnP"))
+}
+
+/// Whether friends on the internet could reach `ip`: not a private, shared (carrier-grade
+/// NAT, 100.64.0.0/10), link-local or otherwise local address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => {
+            let shared = a.octets()[0] == 100 && (a.octets()[1] & 0xc0) == 64;
+            !(a.is_private() || a.is_loopback() || a.is_link_local() || a.is_unspecified() || shared)
+        }
+        IpAddr::V6(a) => !(a.is_loopback() || a.is_unspecified() || (a.segments()[0] & 0xfe00) == 0xfc00),
+    }
+}
+
+fn warn_if_not_public(external: SocketAddr) {
+    if !is_public(external.ip()) {
+        // A router behind another NAT (carrier-grade): the mapping helps nobody outside.
+        tracing::warn!(%external, "the router's own outside address is not a public one: it is behind another NAT, and friends on the internet cannot reach this machine through it (a relay can: see SERVER.md)");
+    }
 }
 
 fn unmap(h: &Held) {

@@ -6,17 +6,25 @@
 //! directly), so it can read nothing, and a datagram it changes does not open.
 //!
 //! Datagrams (all little-endian; none answered larger than its request):
-//! - `0x30 Register` host->relay: `u8 0x30, u8 version, [6] code (zeros: a new one)`,
-//!   zero padding to 64 bytes; sent every `KEEPALIVE` (it keeps the host's NAT open too);
-//! - `0x31 Code` relay->host: `u8 0x31, u8 version, [6] code` (8 bytes);
-//! - `0x32 Join` friend->relay: `u8 0x32, u8 version, [6] code`, zero padding to 64;
+//! - `0x30 Register` host->relay: `u8 0x30, u8 version, [6] code (zeros: a new one),
+//!   [16] cookie (zeros at first)`, zero padding to 64 bytes; sent every `KEEPALIVE` (it
+//!   keeps the host's NAT open too);
+//! - `0x36 Cookie` relay->any: `u8 0x36, u8 version, [16] cookie` (18 bytes): the answer
+//!   to a Register or Join without a valid cookie (a MAC of the sender's address and the
+//!   time, as the secure layer's): only a sender that receives at its address gets a code
+//!   or a session, so a forged address can neither take one nor be made a target;
+//! - `0x31 Code` relay->host: `u8 0x31, u8 version, [6] code` (8 bytes); `0x37 Full`: the
+//!   same, refused (the relay has no room);
+//! - `0x32 Join` friend->relay: as Register, with the host's code;
 //! - `0x33 Joined` relay->friend: `u8 0x33, u8 version, [6] code`; `0x34 Unknown`: the
 //!   same with no such host (8 bytes);
 //! - `0x35 Data` relay<->host: `u8 0x35, u32 session, datagram`: the friend's datagram
 //!   and the host's answer. Between friend and relay, datagrams go as they are.
 //!
-//! The host sees each relayed friend at an address of its own (`virtual_addr`), so
-//! everything per address (sessions, limits, bans) works unchanged.
+//! The host sees each relayed friend at an address of its own (`virtual_addr`), whose /64
+//! stands for the friend's real address (keyed by the relay): per-address limits at the
+//! host count one friend's sessions together. Bans by address never take a relayed one
+//! (the next session has another); bans by key do.
 
 use std::collections::HashMap;
 use std::io;
@@ -30,6 +38,14 @@ pub const T_JOIN: u8 = 0x32;
 pub const T_JOINED: u8 = 0x33;
 pub const T_UNKNOWN: u8 = 0x34;
 pub const T_DATA: u8 = 0x35;
+pub const T_COOKIE: u8 = 0x36;
+pub const T_FULL: u8 = 0x37;
+pub const COOKIE_LEN: usize = 2 + 16;
+/// The smallest datagram of the secure layer (a sealed `Data` with nothing in it):
+/// anything shorter from a friend is not forwarded.
+const MIN_FORWARD: usize = 19;
+/// Relay sessions one friend address (an IPv4 address, an IPv6 /64) may hold.
+pub const SESSIONS_PER_ADDRESS: usize = 4;
 pub const VERSION: u8 = 1;
 pub const REQUEST_LEN: usize = 64;
 pub const ANSWER_LEN: usize = 8;
@@ -98,10 +114,12 @@ pub fn parse_join(text: &str) -> Option<([u8; 6], String)> {
 }
 
 /// The address a host's socket gives relayed session `sid`: a unique-local IPv6 address
-/// with the session in its /64 (so per-address limits count each friend on their own).
+/// whose /64 holds the session's top 16 bits, which the relay makes from the friend's own
+/// address (`Relay::sid_for`): per-address limits at the host count one friend's
+/// sessions together, and different friends apart.
 pub fn virtual_addr(sid: u32) -> SocketAddr {
     SocketAddr::V6(SocketAddrV6::new(
-        Ipv6Addr::new(0xfdff, 0xffff, (sid >> 16) as u16, sid as u16, 0, 0, 0, 1),
+        Ipv6Addr::new(0xfdff, 0xffff, (sid >> 16) as u16, 0, 0, 0, sid as u16, 1),
         DEFAULT_PORT,
         0,
         0,
@@ -113,10 +131,17 @@ pub fn session_of(a: SocketAddr) -> Option<u32> {
     match a {
         SocketAddr::V6(v) if v.port() == DEFAULT_PORT => {
             let s = v.ip().segments();
-            (s[0] == 0xfdff && s[1] == 0xffff && s[4..] == [0, 0, 0, 1]).then(|| ((s[2] as u32) << 16) | s[3] as u32)
+            (s[0] == 0xfdff && s[1] == 0xffff && s[3..6] == [0, 0, 0] && s[7] == 1)
+                .then(|| ((s[2] as u32) << 16) | s[6] as u32)
         }
         _ => None,
     }
+}
+
+/// Whether `ip` stands for relayed friends (`virtual_addr`): never worth a ban, since the
+/// relay gives the next session another.
+pub fn is_virtual(ip: std::net::IpAddr) -> bool {
+    matches!(ip, std::net::IpAddr::V6(v) if v.segments()[..2] == [0xfdff, 0xffff])
 }
 
 /// An address as the console and the log show it: a relayed friend as "relay session N".
@@ -128,10 +153,21 @@ pub fn describe(a: SocketAddr) -> String {
 }
 
 pub fn request(kind: u8, code: &[u8; 6]) -> Vec<u8> {
+    request_with(kind, code, &[0; 16])
+}
+
+/// A Register or Join carrying the relay's cookie.
+pub fn request_with(kind: u8, code: &[u8; 6], cookie: &[u8; 16]) -> Vec<u8> {
     let mut p = vec![kind, VERSION];
     p.extend_from_slice(code);
+    p.extend_from_slice(cookie);
     p.resize(REQUEST_LEN, 0);
     p
+}
+
+/// The cookie in a relay's `Cookie` answer.
+pub fn read_cookie(d: &[u8]) -> Option<[u8; 16]> {
+    (d.len() == COOKIE_LEN && d[0] == T_COOKIE && d[1] == VERSION).then(|| d[2..18].try_into().expect("16 bytes"))
 }
 
 fn answer(kind: u8, code: &[u8; 6]) -> [u8; ANSWER_LEN] {
@@ -144,7 +180,7 @@ fn answer(kind: u8, code: &[u8; 6]) -> [u8; ANSWER_LEN] {
 
 /// `(kind, code)` of a relay answer.
 pub fn read_answer(d: &[u8]) -> Option<(u8, [u8; 6])> {
-    (d.len() == ANSWER_LEN && d[1] == VERSION && matches!(d[0], T_CODE | T_JOINED | T_UNKNOWN))
+    (d.len() == ANSWER_LEN && d[1] == VERSION && matches!(d[0], T_CODE | T_JOINED | T_UNKNOWN | T_FULL))
         .then(|| (d[0], d[2..8].try_into().expect("6 bytes")))
 }
 
@@ -195,27 +231,27 @@ pub struct Relay {
     hosts: HashMap<[u8; 6], Host>,
     sessions: HashMap<SocketAddr, Session>,
     by_sid: HashMap<u32, SocketAddr>,
-    next_sid: u32,
     pub stats: RelayStats,
-    seed: u64,
+    /// Keys the cookies and session numbers (drawn at start).
+    secret: [u8; 32],
+    started: Instant,
 }
 
 impl Relay {
     pub fn bind(addr: SocketAddr, limits: Limits) -> io::Result<Relay> {
         let socket = crate::net::enet::bind_udp(addr)?;
         socket.set_read_timeout(Some(Duration::from_millis(100)))?;
-        let seed =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
-                ^ (std::process::id() as u64) << 32;
+        let mut secret = [0u8; 32];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
         Ok(Relay {
             socket,
             limits,
             hosts: HashMap::new(),
             sessions: HashMap::new(),
             by_sid: HashMap::new(),
-            next_sid: 1,
             stats: RelayStats::default(),
-            seed,
+            secret,
+            started: Instant::now(),
         })
     }
 
@@ -225,19 +261,48 @@ impl Relay {
 
     fn new_code(&mut self) -> [u8; 6] {
         loop {
-            let mut c = [0u8; 6];
-            for b in c.iter_mut() {
-                // xorshift over the seed: codes are names, not secrets (the host's key
-                // is what a friend's game checks).
-                self.seed ^= self.seed << 13;
-                self.seed ^= self.seed >> 7;
-                self.seed ^= self.seed << 17;
-                *b = ALPHABET[(self.seed % 32) as usize];
-            }
+            // From the system's generator: a code cannot be worked out from others.
+            let mut r = [0u8; 6];
+            rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut r);
+            let c = r.map(|b| ALPHABET[(b % 32) as usize]);
             if !self.hosts.contains_key(&c) {
                 return c;
             }
         }
+    }
+
+    fn keyed(&self, parts: &[&[u8]]) -> [u8; 32] {
+        use blake2::digest::{KeyInit, Mac};
+        let mut m = <blake2::Blake2sMac256 as KeyInit>::new_from_slice(&self.secret).expect("a 32-byte key");
+        for p in parts {
+            m.update(p);
+        }
+        m.finalize().into_bytes().into()
+    }
+
+    /// The cookie of `addr` in 30-second window `w` (this window's and the last one's are
+    /// accepted).
+    fn cookie(&self, addr: SocketAddr, w: u64) -> [u8; 16] {
+        self.keyed(&[addr.to_string().as_bytes(), &w.to_le_bytes()])[..16].try_into().expect("16 bytes")
+    }
+
+    fn cookie_ok(&self, addr: SocketAddr, c: &[u8]) -> bool {
+        let w = self.started.elapsed().as_secs() / 30;
+        [w, w.saturating_sub(1)].iter().any(|&w| self.cookie(addr, w)[..] == *c)
+    }
+
+    /// A session number for a friend at `addr`: its top 16 bits from the friend's address
+    /// (an IPv4 address, an IPv6 /64), the rest free among the live ones.
+    fn sid_for(&self, addr: SocketAddr) -> Option<u32> {
+        let key = crate::net::secure::address_key(addr.ip());
+        let h = self.keyed(&[b"sid", key.to_string().as_bytes()]);
+        let hi = (u16::from_le_bytes([h[0], h[1]]) as u32) << 16;
+        let mut r = [0u8; 2];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut r);
+        let start = u16::from_le_bytes(r);
+        (0..=u16::MAX)
+            .map(|i| hi | start.wrapping_add(i) as u32)
+            .find(|sid| *sid & 0xffff != 0 && !self.by_sid.contains_key(sid))
     }
 
     /// Runs until `stop`.
@@ -281,58 +346,21 @@ impl Relay {
     pub fn packet(&mut self, from: SocketAddr, d: &[u8]) {
         let now = Instant::now();
         match d.first() {
-            Some(&T_REGISTER) if d.len() == REQUEST_LEN && d[1] == VERSION => {
-                let asked: [u8; 6] = d[2..8].try_into().expect("6 bytes");
-                // Its own code again (a keepalive), or a new one.
-                if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
-                    h.last = now;
-                    return self.send(from, &answer(T_CODE, &asked));
+            Some(&kind @ (T_REGISTER | T_JOIN)) if d.len() == REQUEST_LEN && d[1] == VERSION => {
+                // Only an address that receives: the first request is answered with a
+                // cookie, no larger than it, and only one carrying it is acted on.
+                if !self.cookie_ok(from, &d[8..24]) {
+                    let w = self.started.elapsed().as_secs() / 30;
+                    let mut p = vec![T_COOKIE, VERSION];
+                    p.extend_from_slice(&self.cookie(from, w));
+                    return self.send(from, &p);
                 }
-                if let Some((code, _)) = self.hosts.iter().find(|(_, h)| h.addr == from) {
-                    let code = *code;
-                    return self.send(from, &answer(T_CODE, &code));
-                }
-                let ip = from.ip();
-                let mine = self.hosts.values().filter(|h| h.addr.ip() == ip).count();
-                if self.hosts.len() >= self.limits.max_hosts || mine >= self.limits.max_hosts_per_ip {
-                    self.stats.refused += 1;
-                    return;
-                }
-                // A host that had a code (this relay restarted, or forgot it) keeps it
-                // if nobody took it meanwhile: its friends' "CODE@RELAY" still works.
-                let valid = parse_code(&code_text(&asked)).is_some();
-                let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
-                self.hosts.insert(code, Host { addr: from, last: now });
-                tracing::info!(code = %code_text(&code), host = %from, "a host registered");
-                self.send(from, &answer(T_CODE, &code));
-            }
-            Some(&T_JOIN) if d.len() == REQUEST_LEN && d[1] == VERSION => {
                 let code: [u8; 6] = d[2..8].try_into().expect("6 bytes");
-                if !self.hosts.contains_key(&code) {
-                    self.stats.refused += 1;
-                    return self.send(from, &answer(T_UNKNOWN, &code));
+                if kind == T_REGISTER {
+                    self.register(from, code, now)
+                } else {
+                    self.join(from, code, now)
                 }
-                if let Some(s) = self.sessions.get_mut(&from) {
-                    if s.code == code {
-                        s.last = now;
-                        return self.send(from, &answer(T_JOINED, &code));
-                    }
-                    // The same socket joining another game: the old session ends.
-                    let sid = s.sid;
-                    self.sessions.remove(&from);
-                    self.by_sid.remove(&sid);
-                }
-                let per_host = self.sessions.values().filter(|s| s.code == code).count();
-                if self.sessions.len() >= self.limits.max_sessions || per_host >= self.limits.sessions_per_host {
-                    self.stats.refused += 1;
-                    return;
-                }
-                let sid = self.next_sid;
-                self.next_sid = self.next_sid.wrapping_add(1).max(1);
-                self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0 });
-                self.by_sid.insert(sid, from);
-                tracing::info!(code = %code_text(&code), friend = %from, session = sid, "a friend joined through the relay");
-                self.send(from, &answer(T_JOINED, &code));
             }
             // The host's answer to a friend.
             Some(&T_DATA) if d.len() > 5 => {
@@ -353,6 +381,10 @@ impl Relay {
             }
             // A friend's datagram for the host.
             Some(_) => {
+                if d.len() < MIN_FORWARD {
+                    self.stats.refused += 1;
+                    return;
+                }
                 let Some(s) = self.sessions.get_mut(&from) else {
                     self.stats.refused += 1;
                     return;
@@ -379,6 +411,63 @@ impl Relay {
         }
     }
 
+    fn register(&mut self, from: SocketAddr, asked: [u8; 6], now: Instant) {
+        // Its own code again (a keepalive), or a new one.
+        if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
+            h.last = now;
+            return self.send(from, &answer(T_CODE, &asked));
+        }
+        if let Some((code, _)) = self.hosts.iter().find(|(_, h)| h.addr == from) {
+            let code = *code;
+            return self.send(from, &answer(T_CODE, &code));
+        }
+        let key = crate::net::secure::address_key(from.ip());
+        let mine = self.hosts.values().filter(|h| crate::net::secure::address_key(h.addr.ip()) == key).count();
+        if self.hosts.len() >= self.limits.max_hosts || mine >= self.limits.max_hosts_per_ip {
+            self.stats.refused += 1;
+            return self.send(from, &answer(T_FULL, &asked));
+        }
+        // A host that had a code (this relay restarted, or forgot it) keeps it if nobody
+        // took it meanwhile: its friends' "CODE@RELAY" still works.
+        let valid = asked.iter().all(|b| ALPHABET.contains(b));
+        let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
+        self.hosts.insert(code, Host { addr: from, last: now });
+        tracing::info!(code = %code_text(&code), host = %canonical(from), "a host registered");
+        self.send(from, &answer(T_CODE, &code));
+    }
+
+    fn join(&mut self, from: SocketAddr, code: [u8; 6], now: Instant) {
+        if !self.hosts.contains_key(&code) {
+            self.stats.refused += 1;
+            return self.send(from, &answer(T_UNKNOWN, &code));
+        }
+        if let Some(s) = self.sessions.get_mut(&from) {
+            if s.code == code {
+                s.last = now;
+                return self.send(from, &answer(T_JOINED, &code));
+            }
+            // The same socket, proven, joining another game: the old session ends.
+            let sid = s.sid;
+            self.sessions.remove(&from);
+            self.by_sid.remove(&sid);
+        }
+        let key = crate::net::secure::address_key(from.ip());
+        let per_host = self.sessions.values().filter(|s| s.code == code).count();
+        let mine = self.by_sid.values().filter(|a| crate::net::secure::address_key(a.ip()) == key).count();
+        if self.sessions.len() >= self.limits.max_sessions
+            || per_host >= self.limits.sessions_per_host
+            || mine >= SESSIONS_PER_ADDRESS
+        {
+            self.stats.refused += 1;
+            return self.send(from, &answer(T_FULL, &code));
+        }
+        let Some(sid) = self.sid_for(from) else { return };
+        self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0 });
+        self.by_sid.insert(sid, from);
+        tracing::debug!(code = %code_text(&code), friend = %canonical(from), session = sid, "a friend joined through the relay");
+        self.send(from, &answer(T_JOINED, &code));
+    }
+
     fn expire(&mut self) {
         let now = Instant::now();
         self.hosts.retain(|code, h| {
@@ -402,6 +491,11 @@ impl Relay {
     }
 }
 
+/// An address as logged (IPv4 as IPv4, not IPv4-mapped).
+fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
+}
+
 /// Per-second budgets of one direction of one session.
 fn within(w: &mut (Instant, u32, u64), len: usize, now: Instant, l: &Limits) -> bool {
     if now.duration_since(w.0) >= Duration::from_secs(1) {
@@ -417,6 +511,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn nothing_is_given_to_an_address_that_has_not_shown_it_receives() {
+        let mut relay = Relay::bind("127.0.0.1:0".parse().unwrap(), Limits::default()).unwrap();
+        let sock = |_| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            s
+        };
+        let (host, friend) = (sock(0), sock(1));
+        let (h, f) = (host.local_addr().unwrap(), friend.local_addr().unwrap());
+        let recv = |s: &UdpSocket| {
+            let mut b = [0u8; 128];
+            let n = s.recv(&mut b).expect("an answer");
+            b[..n].to_vec()
+        };
+        relay.packet(h, &request(T_REGISTER, &[0; 6]));
+        let a = recv(&host);
+        let cookie = read_cookie(&a).expect("first a cookie, no code");
+        assert!(a.len() < REQUEST_LEN && relay.hosts.is_empty());
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &[7; 16]));
+        assert!(read_cookie(&recv(&host)).is_some(), "a made-up cookie is not one");
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie));
+        let (kind, code) = read_answer(&recv(&host)).expect("a code");
+        assert_eq!(kind, T_CODE);
+        // A join claiming the friend's address, without its cookie: no session.
+        relay.packet(f, &request(T_JOIN, &code));
+        let c = read_cookie(&recv(&friend)).expect("a cookie");
+        assert!(relay.sessions.is_empty(), "nothing for an address that did not prove itself");
+        // The host's own cookie is not the friend's.
+        relay.packet(f, &request_with(T_JOIN, &code, &cookie));
+        assert!(read_cookie(&recv(&friend)).is_some() && relay.sessions.is_empty());
+        relay.packet(f, &request_with(T_JOIN, &code, &c));
+        assert_eq!(read_answer(&recv(&friend)).map(|a| a.0), Some(T_JOINED));
+        assert_eq!(relay.sessions.len(), 1);
+        // Too short to be a sealed datagram: not forwarded.
+        relay.packet(f, &[0x80, 0, 1]);
+        assert!(host.recv(&mut [0u8; 64]).is_err(), "nothing forwarded");
+        relay.packet(f, &[0x80; 40]);
+        assert_eq!(recv(&host).len(), 45, "a datagram forwarded with its session");
+    }
+
+    #[test]
     fn codes_joins_and_virtual_addresses() {
         let c = parse_code("ab3cd4").expect("a code, any case");
         assert_eq!(code_text(&c), "AB3CD4");
@@ -425,14 +560,16 @@ mod tests {
         assert_eq!(parse_join("ab3cd4@relay.example").map(|(_, r)| r), Some("relay.example:24700".into()));
         assert_eq!(parse_join("AB3CD4@[2001:db8::1]:9000").map(|(_, r)| r), Some("[2001:db8::1]:9000".into()));
         assert!(parse_join("relay.example").is_none() && parse_join("AB3CD4@").is_none());
-        for sid in [1u32, 65_536, u32::MAX] {
+        for sid in [1u32, 65_537, u32::MAX] {
             assert_eq!(session_of(virtual_addr(sid)), Some(sid));
         }
         assert_eq!(session_of("[fdff:ffff::2]:24700".parse().unwrap()), None);
-        assert_ne!(
-            crate::net::secure::address_key(virtual_addr(1).ip()),
-            crate::net::secure::address_key(virtual_addr(2).ip()),
-            "each relayed friend counts as an address of its own"
+        use crate::net::secure::address_key;
+        assert_eq!(
+            address_key(virtual_addr(0x0001_0001).ip()),
+            address_key(virtual_addr(0x0001_0002).ip()),
+            "one friend address's sessions count together at the host"
         );
+        assert_ne!(address_key(virtual_addr(0x0001_0001).ip()), address_key(virtual_addr(0x0002_0001).ip()));
     }
 }

@@ -1387,8 +1387,11 @@ impl<T: Transport> Server<T> {
             (Some((peer, _, name)), None, None) => {
                 // This machine's address is the operator's own (bots, tools, the recorder):
                 // a player on it is banned by key and name only.
-                let ip =
-                    self.net.peer_addr(peer).map(|a| a.ip()).filter(|i| crate::net::secure::per_address_limited(*i));
+                let ip = self
+                    .net
+                    .peer_addr(peer)
+                    .map(|a| a.ip())
+                    .filter(|i| crate::net::secure::per_address_limited(*i) && !crate::net::relay::is_virtual(*i));
                 (name, ip, self.peers.get(&peer).and_then(|p| p.key))
             }
             (None, None, None) if who.starts_with('#') || who.chars().all(|c| c.is_ascii_digit()) => {

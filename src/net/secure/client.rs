@@ -49,9 +49,12 @@ impl ClientSecurity {
 
 pub(super) enum ClientPhase {
     Start,
-    /// Asking the relay for the host with our code.
+    /// Asking the relay for the host with our code (with the cookie it gave us to prove
+    /// our address; how many times it said it has no such code).
     RelayJoin {
         sent: Instant,
+        cookie: [u8; 16],
+        unknown: u8,
     },
     Init {
         sent: Instant,
@@ -93,7 +96,7 @@ impl SecureSocket {
         match &mut c.phase {
             ClientPhase::Start => match c.cfg.relay_code {
                 Some(code) => {
-                    c.phase = ClientPhase::RelayJoin { sent: now };
+                    c.phase = ClientPhase::RelayJoin { sent: now, cookie: [0; 16], unknown: 0 };
                     out = Some(crate::net::relay::request(crate::net::relay::T_JOIN, &code));
                 }
                 None => {
@@ -101,9 +104,13 @@ impl SecureSocket {
                     out = Some(init_packet());
                 }
             },
-            ClientPhase::RelayJoin { sent } if now.duration_since(*sent) > RETRY => {
+            ClientPhase::RelayJoin { sent, cookie, .. } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
-                out = c.cfg.relay_code.map(|code| crate::net::relay::request(crate::net::relay::T_JOIN, &code));
+                let cookie = *cookie;
+                out = c
+                    .cfg
+                    .relay_code
+                    .map(|code| crate::net::relay::request_with(crate::net::relay::T_JOIN, &code, &cookie));
             }
             ClientPhase::Init { sent } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
@@ -132,18 +139,36 @@ impl SecureSocket {
             return None;
         }
         let now = Instant::now();
-        if let (Some((kind, code)), ClientPhase::RelayJoin { .. }) = (crate::net::relay::read_answer(data), &c.phase) {
-            if Some(code) != c.cfg.relay_code {
-                return self.stats.count(Drop::Bad);
+        if let ClientPhase::RelayJoin { cookie, unknown, .. } = &mut c.phase {
+            use crate::net::relay::{code_text, read_answer, read_cookie, request_with, T_FULL, T_JOIN, T_JOINED};
+            let code = c.cfg.relay_code?;
+            if let Some(k) = read_cookie(data) {
+                // Our address proven: join again at once, with the cookie.
+                *cookie = k;
+                self.raw_send(from, &request_with(T_JOIN, &code, &k));
+                return None;
             }
-            if kind == crate::net::relay::T_JOINED {
-                c.phase = ClientPhase::Init { sent: now };
-                self.raw_send(from, &init_packet());
-            } else {
-                let code = crate::net::relay::code_text(&code);
-                self.fail(format!(
-                    "the relay at {from} has no game with the code {code} (the host may have stopped, or the code is mistyped)"
-                ));
+            match read_answer(data) {
+                Some((T_JOINED, got)) if got == code => {
+                    c.phase = ClientPhase::Init { sent: now };
+                    self.raw_send(from, &init_packet());
+                }
+                Some((T_FULL, got)) if got == code => {
+                    self.fail(format!("the relay at {from} has no room for another player now; try again later"));
+                }
+                // Said three times (one forged answer must not end an honest join).
+                Some((_, got)) if got == code => {
+                    *unknown += 1;
+                    if *unknown >= 3 {
+                        let code = code_text(&code);
+                        self.fail(format!(
+                            "the relay at {from} has no game with the code {code} (the host may have stopped, or the code is mistyped)"
+                        ));
+                    }
+                }
+                _ => {
+                    self.stats.count(Drop::Bad);
+                }
             }
             return None;
         }

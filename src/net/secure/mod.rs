@@ -140,6 +140,15 @@ pub fn address_key(ip: std::net::IpAddr) -> std::net::IpAddr {
     }
 }
 
+/// `to` as `sock` can send to it: an IPv4 address from a dual-stack (IPv6) socket is
+/// written IPv4-mapped.
+pub(super) fn reachable_from(sock: &UdpSocket, to: SocketAddr) -> SocketAddr {
+    match (to, sock.local_addr()) {
+        (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
+        _ => to,
+    }
+}
+
 fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut m = <blake2::Blake2sMac256 as KeyInit>::new_from_slice(&key[..key.len().min(32)])
         .expect("keys of up to 32 bytes are valid");
@@ -475,7 +484,9 @@ impl SecureSocket {
             for i in 0..n {
                 let d = &rx.got[i];
                 self.stats.bytes_received += d.len as u64;
-                if d.truncated {
+                // A datagram straight from an address that stands for a relayed friend is
+                // not one: only the relay speaks for them.
+                if d.truncated || crate::net::relay::session_of(d.from).is_some() {
                     self.stats.garbage += 1;
                     self.stats.dropped += 1;
                     continue;
@@ -501,10 +512,29 @@ impl SecureSocket {
     /// One datagram off the wire.
     fn take(&mut self, from: SocketAddr, data: &[u8]) {
         // A relay's: its answer to our registration, or a friend's datagram it forwards.
-        if let Side::Server(s) = &self.side {
+        if let Side::Server(s) = &mut self.side {
             let canon = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
-            if let Some(link) = s.cfg.relay.as_ref().filter(|l| canon(l.addr) == canon(from)) {
+            if let Some(link) = s.cfg.relay.clone().filter(|l| canon(l.addr) == canon(from)) {
+                if let Some(cookie) = crate::net::relay::read_cookie(data) {
+                    // Our address proven: register again at once, with the cookie.
+                    s.relay_cookie = cookie;
+                    let code = link.code();
+                    let p = crate::net::relay::request_with(
+                        crate::net::relay::T_REGISTER,
+                        &code.unwrap_or([0; 6]),
+                        &cookie,
+                    );
+                    let to = reachable_from(&self.inner, link.addr);
+                    let _ = self.inner.send_to(&p, to);
+                    return;
+                }
                 match (data.first(), crate::net::relay::read_answer(data)) {
+                    (_, Some((crate::net::relay::T_FULL, _))) => {
+                        if !s.relay_full {
+                            s.relay_full = true;
+                            tracing::warn!(relay = %link.addr, "the relay has no room for this host now (it keeps asking)");
+                        }
+                    }
                     (_, Some((crate::net::relay::T_CODE, code))) => {
                         if let Ok(mut c) = link.code.lock() {
                             if *c != Some(code) {
@@ -594,10 +624,7 @@ impl SecureSocket {
     /// `to` as this socket can send to it: an IPv4 address from a dual-stack (IPv6)
     /// socket is written IPv4-mapped.
     pub(super) fn reachable(&self, to: SocketAddr) -> SocketAddr {
-        match (to, self.inner.local_addr()) {
-            (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
-            _ => to,
-        }
+        reachable_from(&self.inner, to)
     }
 
     fn raw_send(&mut self, to: SocketAddr, data: &[u8]) {

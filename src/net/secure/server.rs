@@ -155,8 +155,12 @@ pub(super) struct ServerSide {
     pub(super) last_expire: Instant,
     /// When a full table was last logged (at most once a minute each).
     pub(super) logged_full: HashMap<&'static str, Instant>,
-    /// When the relay was last asked for (or told to keep) our code.
+    /// When the relay was last asked for (or told to keep) our code, and the cookie it
+    /// gave us to prove our address.
     pub(super) relay_sent: Option<Instant>,
+    pub(super) relay_cookie: [u8; 16],
+    /// The relay said it has no room (logged once).
+    pub(super) relay_full: bool,
 }
 
 impl ServerSide {
@@ -175,6 +179,8 @@ impl ServerSide {
             last_expire: now,
             logged_full: HashMap::new(),
             relay_sent: None,
+            relay_cookie: [0; 16],
+            relay_full: false,
         }
     }
 
@@ -691,7 +697,11 @@ impl SecureSocket {
             let every = if code.is_some() { crate::net::relay::KEEPALIVE } else { Duration::from_secs(1) };
             if s.relay_sent.is_none_or(|t| now.duration_since(t) >= every) {
                 s.relay_sent = Some(now);
-                let p = crate::net::relay::request(crate::net::relay::T_REGISTER, &code.unwrap_or([0; 6]));
+                let p = crate::net::relay::request_with(
+                    crate::net::relay::T_REGISTER,
+                    &code.unwrap_or([0; 6]),
+                    &s.relay_cookie,
+                );
                 let to = self.reachable(link.addr);
                 let _ = self.inner.send_to(&p, to);
             }
