@@ -13,6 +13,9 @@
 //! - A host and a friend each behind their own masquerading router: the friend joins by
 //!   code through a relay on "the internet"; a relay that changes datagrams is caught.
 
+mod common;
+use common::{read, wait_for};
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,29 +96,20 @@ impl Drop for Namespaces {
     }
 }
 
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_default()
-}
-
-fn wait_for(p: &Path, what: &dyn Fn(&str) -> bool, secs: u64) -> String {
-    let start = Instant::now();
-    loop {
-        let s = read(p);
-        if what(&s) {
-            return s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting; log so far:\n{s}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A dedicated server in namespace `i` on `bind`, logging to `data/server.log`.
 fn server(ns: &Namespaces, i: usize, data: &Path, bind: &str, secs: &str) -> (Child, PathBuf) {
+    server_with(ns, i, data, "server.log", &["--bind", bind, "--exit-after", secs])
+}
+
+/// A dedicated server in namespace `i` with `args`, logging to `data/LOG`; returned once
+/// it listens.
+fn server_with(ns: &Namespaces, i: usize, data: &Path, log: &str, args: &[&str]) -> (Child, PathBuf) {
     std::fs::create_dir_all(data).unwrap();
-    let log = data.join("server.log");
+    let log = data.join(log);
     let c = ns
         .cmd(i, data)
-        .args(["--dedicated", "--bind", bind, "--exit-after", secs])
+        .arg("--dedicated")
+        .args(args)
         .env("HAILFIRE_LOG_FILE", &log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -339,17 +333,14 @@ fn a_friend_outside_reaches_a_home_server_only_through_the_mapping_upnp_or_nat_p
     for (upnp, natpmp, via) in [(true, false, "UPnP"), (false, true, "NAT-PMP")] {
         home.start_upnpd(upnp, natpmp);
         // The same host (its key, which the friend pinned) each time.
-        let log = data.join(format!("server-{via}.log"));
-        let srv = home
-            .ns
-            .cmd(HOME, &data)
-            .args(["--dedicated", "--bind", &format!("[::]:{port}"), "--upnp", "--exit-after", "20"])
-            .env("HAILFIRE_LOG_FILE", &log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let bind = format!("[::]:{port}");
+        let (srv, log) = server_with(
+            &home.ns,
+            HOME,
+            &data,
+            &format!("server-{via}.log"),
+            &["--bind", &bind, "--upnp", "--exit-after", "20"],
+        );
         let s = wait_for(&log, &|s| s.contains("friends on the internet join at") || s.contains("no port mapping"), 20);
         let by = s.contains(&format!("via=\"{via}\"")) || s.contains(&format!("via={via}"));
         assert!(s.contains(&format!("friends on the internet join at {outside}")) && by, "mapped by {via}: {s}");
@@ -443,16 +434,13 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     finish(srv);
 
     // Through the relay, by code.
-    let log_r = hd.join("server-relay.log");
-    let srv = ns
-        .cmd(h, &hd)
-        .args(["--dedicated", "--bind", "[::]:24680", "--relay", "11.77.1.1", "--exit-after", "40"])
-        .env("HAILFIRE_LOG_FILE", &log_r)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (srv, log_r) = server_with(
+        &ns,
+        h,
+        &hd,
+        "server-relay.log",
+        &["--bind", "[::]:24680", "--relay", "11.77.1.1", "--exit-after", "40"],
+    );
     let s = wait_for(&log_r, &|s| s.contains("friends join through the relay with"), 20);
     let code = s.split("friends join through the relay with ").nth(1).unwrap()[..6].to_string();
     let join = format!("{code}@11.77.2.1");

@@ -4,7 +4,7 @@
 //! disconnect path; the third plays on; the server stops cleanly on SIGTERM.
 
 mod common;
-use common::free_port;
+use common::{free_port, read, wait_for};
 
 use std::io::Read;
 use std::path::Path;
@@ -13,22 +13,6 @@ use std::time::{Duration, Instant};
 
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_hailfire")
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_default()
-}
-
-fn wait_for(p: &Path, what: &dyn Fn(&str) -> bool, secs: u64) -> String {
-    let start = Instant::now();
-    loop {
-        let s = read(p);
-        if what(&s) {
-            return s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting; log so far:\n{s}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Seconds since midnight of a tracing line's timestamp ("2026-11-29T23:10:00.003463Z").

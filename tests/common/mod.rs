@@ -15,6 +15,24 @@ pub fn base() -> Content {
     c
 }
 
+/// A file's text, or nothing yet.
+pub fn read(p: &std::path::Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// Waits (at most `secs`) until the text of `p` satisfies `what`; returns it.
+pub fn wait_for(p: &std::path::Path, what: &dyn Fn(&str) -> bool, secs: u64) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let s = read(p);
+        if what(&s) {
+            return s;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(secs), "timed out waiting; log so far:\n{s}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A UDP port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -514,7 +514,9 @@ impl SecureSocket {
         // A relay's: its answer to our registration, or a friend's datagram it forwards.
         if let Side::Server(s) = &mut self.side {
             let canon = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
-            if let Some(link) = s.cfg.relay.clone().filter(|l| canon(l.addr) == canon(from)) {
+            // (Compared before anything is cloned: this runs for every datagram.)
+            let from_relay = s.cfg.relay.as_ref().is_some_and(|l| canon(l.addr) == canon(from));
+            if let Some(link) = s.cfg.relay.clone().filter(|_| from_relay) {
                 if let Some(cookie) = crate::net::relay::read_cookie(data) {
                     // Our address proven: register again at once, with the cookie.
                     s.relay_cookie = cookie;

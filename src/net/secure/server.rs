@@ -222,6 +222,17 @@ impl ServerSide {
         }
     }
 
+    /// Counts a Diffie-Hellman for `ip` (its address key) in the current second; false when
+    /// that is past `MAX_HANDSHAKES_PER_IP_PER_SECOND`.
+    fn charge_dh(&mut self, ip: IpAddr, now: Instant) -> bool {
+        let st = self.starts.entry(address_key(ip)).or_insert((now, 0));
+        if now.duration_since(st.0) >= Duration::from_secs(1) {
+            *st = (now, 0);
+        }
+        st.1 += 1;
+        st.1 <= MAX_HANDSHAKES_PER_IP_PER_SECOND
+    }
+
     /// Whether a wrong guess from `ip` could be afforded now (both buckets have a token).
     fn can_guess(&mut self, ip: IpAddr, now: Instant) -> bool {
         let (b, _) = self.guesses.entry(address_key(ip)).or_insert((Bucket::full(GUESS_BURST, now), None));
@@ -484,12 +495,7 @@ impl SecureSocket {
         }
         // Diffie-Hellmans per IP per second.
         let key = address_key(from.ip());
-        let st = s.starts.entry(key).or_insert((now, 0));
-        if now.duration_since(st.0) >= Duration::from_secs(1) {
-            *st = (now, 0);
-        }
-        st.1 += 1;
-        if st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND {
+        if !s.charge_dh(from.ip(), now) {
             self.stats.dropped += 1;
             return;
         }
@@ -590,13 +596,7 @@ impl SecureSocket {
         };
         // Reading it costs a Diffie-Hellman (a client can make its key open and its proof
         // not, again and again): charged to the address like a Hello's.
-        let ip = address_key(from.ip());
-        let st = s.starts.entry(ip).or_insert((now, 0));
-        if now.duration_since(st.0) >= Duration::from_secs(1) {
-            *st = (now, 0);
-        }
-        st.1 += 1;
-        if st.1 > MAX_HANDSHAKES_PER_IP_PER_SECOND && per_address_limited(from.ip()) {
+        if !s.charge_dh(from.ip(), now) && per_address_limited(from.ip()) {
             self.stats.dropped += 1;
             return;
         }
