@@ -240,6 +240,13 @@ enum Command {
         /// Tests only: change one byte of every Nth datagram a friend sends.
         #[arg(long, hide = true, default_value_t = 0)]
         tamper_every: u32,
+        /// Do not introduce hosts and friends to each other: every game goes through the
+        /// relay (more of its bandwidth), and neither side learns the other's address
+        /// from it. By default they are told each other's public address and try to
+        /// reach each other straight ("hole punching"), and use the relay only where
+        /// that fails.
+        #[arg(long)]
+        no_introduce: bool,
     },
     /// Print this machine's player key (made on first use): the short fingerprint
     /// servers show next to your name, and the key in full, which a server's admin puts on
@@ -795,7 +802,7 @@ fn main() -> ExitCode {
         Some(Command::Render { .. }) => no_desktop("render"),
         #[cfg(not(feature = "desktop"))]
         Some(Command::Preview { .. }) => no_desktop("preview"),
-        Some(Command::Relay { bind, max_sessions, max_hosts, exit_after, tamper_every }) => {
+        Some(Command::Relay { bind, max_sessions, max_hosts, exit_after, tamper_every, no_introduce }) => {
             hailfire::logging::init(Some("relay"));
             let addr = match hailfire::net::resolve(&bind) {
                 Ok(a) => a,
@@ -804,7 +811,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let limits = hailfire::net::relay::Limits { max_sessions, max_hosts, tamper_every, ..Default::default() };
+            let limits = hailfire::net::relay::Limits {
+                max_sessions,
+                max_hosts,
+                tamper_every,
+                introduce: !no_introduce,
+                ..Default::default()
+            };
             let mut relay = match hailfire::net::relay::Relay::bind(addr, limits) {
                 Ok(r) => r,
                 Err(e) => {

@@ -120,7 +120,8 @@ fn server_with(ns: &Namespaces, i: usize, data: &Path, log: &str, args: &[&str])
     (c, log)
 }
 
-/// A bot in namespace `i` that stays in the hub for `secs`: (exit status, output).
+/// A bot in namespace `i` that stays in the hub for `secs`: (exit status, its output
+/// and its log).
 fn bot(ns: &Namespaces, i: usize, data: &Path, join: &str, name: &str, secs: &str) -> (i32, String) {
     let out = ns
         .cmd(i, data)
@@ -129,7 +130,8 @@ fn bot(ns: &Namespaces, i: usize, data: &Path, join: &str, name: &str, secs: &st
         .arg(data.join(format!("{name}.key")))
         .output()
         .unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
 }
 
 fn finish(mut c: Child) {
@@ -397,7 +399,8 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
          ip -n {rb} addr add 11.77.2.2/24 dev {wb} && ip -n {rb} link set {wb} up && ip -n {rb} route add default via 11.77.2.1 && \
          ip -n {rb} addr add 10.2.0.1/24 dev {lb} && ip -n {rb} link set {lb} up && \
          ip -n {f} addr add 10.2.0.2/24 dev {vf} && ip -n {f} link set {vf} up && ip -n {f} route add default via 10.2.0.1 && \
-         ip netns exec {ra} sysctl -qw net.ipv4.ip_forward=1 && ip netns exec {rb} sysctl -qw net.ipv4.ip_forward=1",
+         ip netns exec {ra} sysctl -qw net.ipv4.ip_forward=1 && ip netns exec {rb} sysctl -qw net.ipv4.ip_forward=1 && \
+         ip netns exec {net} sysctl -qw net.ipv4.ip_forward=1",
         h = n(h), ra = n(ra), net = n(net), rb = n(rb), f = n(f),
         vh = t("v", h), la = t("l", ra), wa = t("w", ra), ia = t("a", net), ib = t("b", net), wb = t("w", rb), lb = t("l", rb), vf = t("v", f),
     ))
@@ -444,12 +447,32 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     let s = wait_for(&log_r, &|s| s.contains("friends join through the relay with"), 20);
     let code = s.split("friends join through the relay with ").nth(1).unwrap()[..6].to_string();
     let join = format!("{code}@11.77.2.1");
+    // Both routers keep a socket's port towards any address (as most home routers do):
+    // introduced by the relay, host and friend punch through and play straight, the
+    // host seeing the friend at its router's outside address.
+    let (rc, out) = bot(&ns, f, &fd, &join, "punched", "3");
+    assert_eq!(rc, 0, "the friend plays, introduced by the relay: {out}");
+    let s = read(&log_r);
+    let joined = s.lines().find(|l| l.contains("name=punched")).unwrap_or_else(|| panic!("{s}"));
+    assert!(joined.contains("addr=11.77.2.2:"), "the friend came straight, from its router: {joined}\nbot: {out}");
+    let (rc, out) = bot(&ns, f, &fd, "ZZZZZZ@11.77.2.1", "nocode", "2");
+    assert!(rc != 0 && out.contains("has no game with the code ZZZZZZ"), "{out}");
+
+    // The friend's router now gives each destination a port of its own (a "symmetric"
+    // NAT, which no punching gets through): the friend plays through the relay.
+    let file = dir.path().join("symmetric.nft");
+    std::fs::write(
+        &file,
+        masquerading_router(&t("l", rb), &t("w", rb), "10.2.0.0/24").replace("masquerade", "masquerade fully-random"),
+    )
+    .unwrap();
+    sh(&format!("ip netns exec {} sh -c 'nft flush ruleset && nft -f {}'", n(rb), file.display()))
+        .expect("a symmetric NAT");
     let (rc, out) = bot(&ns, f, &fd, &join, "relayed", "3");
     assert_eq!(rc, 0, "the friend plays through the relay: {out}");
     let s = read(&log_r);
-    assert!(s.contains("name=relayed") && s.contains("addr=relay session"), "{s}");
-    let (rc, out) = bot(&ns, f, &fd, "ZZZZZZ@11.77.2.1", "nocode", "2");
-    assert!(rc != 0 && out.contains("has no game with the code ZZZZZZ"), "{out}");
+    let joined = s.lines().find(|l| l.contains("name=relayed")).unwrap_or_else(|| panic!("{s}"));
+    assert!(joined.contains("addr=relay session"), "punching failed, the relay carried the game: {joined}");
 
     // A relay that changes one datagram in five: what it changed does not open, and the
     // host's own count says so; what it did not change still makes a game.

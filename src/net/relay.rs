@@ -20,6 +20,16 @@
 //!   same with no such host (8 bytes);
 //! - `0x35 Data` relay<->host: `u8 0x35, u32 session, datagram`: the friend's datagram
 //!   and the host's answer. Between friend and relay, datagrams go as they are.
+//! - `0x38 Meet` relay->friend (in place of `Joined`) and relay->host: `u8 0x38, u8
+//!   version, [16] proof, [16] token, u8 family (4 or 6), [16] address, u16 port` (53
+//!   bytes): the other side's public address as the relay sees it, so that both can try to
+//!   punch through their NATs. `proof` is the receiver's own current cookie (which an
+//!   off-path forger cannot know); `token` is the relay's for this pair;
+//! - `0x39 Punch` host<->friend, straight: `u8 0x39, u8 version, [16] token` (18 bytes),
+//!   each way every `PUNCH_EVERY` for at most `PUNCH_FOR`, each answered once; the friend
+//!   that hears the host plays straight to the address it heard it from, and through the
+//!   relay otherwise. The game itself is unchanged either way: the same sealed session,
+//!   the same pinned host key.
 //!
 //! The host sees each relayed friend at an address of its own (`virtual_addr`), whose /64
 //! stands for the friend's real address (keyed by the relay): per-address limits at the
@@ -40,6 +50,22 @@ pub const T_UNKNOWN: u8 = 0x34;
 pub const T_DATA: u8 = 0x35;
 pub const T_COOKIE: u8 = 0x36;
 pub const T_FULL: u8 = 0x37;
+pub const T_MEET: u8 = 0x38;
+pub const T_PUNCH: u8 = 0x39;
+pub const MEET_LEN: usize = 2 + 16 + 16 + 1 + 16 + 2;
+pub const PUNCH_LEN: usize = 2 + 16;
+/// How often each side sends a punch while it tries, and for how long it tries before a
+/// friend plays through the relay.
+pub const PUNCH_EVERY: Duration = Duration::from_millis(100);
+pub const PUNCH_FOR: Duration = Duration::from_millis(2500);
+/// Introductions a host keeps trying at once (the oldest is given up first).
+pub const MAX_PUNCHING: usize = 16;
+/// Punches sent this soon after an introduction go only `PUNCH_LOW_TTL` hops: far
+/// enough to open the sender's own NAT, not far enough to reach the other side's router
+/// before that side has sent anything, where (on Linux and many home routers) it would
+/// leave a record that makes the router give that side's own punches another port.
+pub const PUNCH_LOW_FOR: Duration = Duration::from_millis(300);
+pub const PUNCH_LOW_TTL: u32 = 2;
 pub const COOKIE_LEN: usize = 2 + 16;
 /// The smallest datagram of the secure layer (a sealed `Data` with nothing in it):
 /// anything shorter from a friend is not forwarded.
@@ -73,6 +99,10 @@ pub struct Limits {
     /// Tests only: change one byte of every Nth datagram a friend sends (0: never), to show
     /// that the host's session refuses what a relay tampered with.
     pub tamper_every: u32,
+    /// Introduce host and friend to each other (`Meet`) so they can try to reach each
+    /// other straight; off: everything goes through the relay, and neither learns the
+    /// other's address from it.
+    pub introduce: bool,
 }
 
 impl Default for Limits {
@@ -85,6 +115,7 @@ impl Default for Limits {
             packets_per_second: 600,
             bytes_per_second: 512 * 1024,
             tamper_every: 0,
+            introduce: true,
         }
     }
 }
@@ -184,6 +215,114 @@ pub fn read_answer(d: &[u8]) -> Option<(u8, [u8; 6])> {
         .then(|| (d[0], d[2..8].try_into().expect("6 bytes")))
 }
 
+/// A `Meet` for a receiver whose cookie is `proof`, about `peer`.
+pub fn meet(proof: &[u8; 16], token: &[u8; 16], peer: SocketAddr) -> Vec<u8> {
+    let mut p = vec![T_MEET, VERSION];
+    p.extend_from_slice(proof);
+    p.extend_from_slice(token);
+    match peer.ip().to_canonical() {
+        std::net::IpAddr::V4(v4) => {
+            p.push(4);
+            p.extend_from_slice(&v4.octets());
+            p.extend_from_slice(&[0; 12]);
+        }
+        std::net::IpAddr::V6(v6) => {
+            p.push(6);
+            p.extend_from_slice(&v6.octets());
+        }
+    }
+    p.extend_from_slice(&peer.port().to_le_bytes());
+    p
+}
+
+/// `(proof, token, peer)` of a `Meet`.
+pub fn read_meet(d: &[u8]) -> Option<([u8; 16], [u8; 16], SocketAddr)> {
+    if d.len() != MEET_LEN || d[0] != T_MEET || d[1] != VERSION {
+        return None;
+    }
+    let ip: std::net::IpAddr = match d[34] {
+        4 => std::net::Ipv4Addr::from(<[u8; 4]>::try_from(&d[35..39]).ok()?).into(),
+        6 => Ipv6Addr::from(<[u8; 16]>::try_from(&d[35..51]).ok()?).into(),
+        _ => return None,
+    };
+    let port = u16::from_le_bytes([d[51], d[52]]);
+    (port != 0 && !ip.is_unspecified() && !ip.is_multicast()).then(|| {
+        (d[2..18].try_into().expect("16 bytes"), d[18..34].try_into().expect("16 bytes"), SocketAddr::new(ip, port))
+    })
+}
+
+pub fn punch(token: &[u8; 16]) -> [u8; PUNCH_LEN] {
+    let mut p = [0u8; PUNCH_LEN];
+    p[0] = T_PUNCH;
+    p[1] = VERSION;
+    p[2..].copy_from_slice(token);
+    p
+}
+
+/// The token of a `Punch`.
+pub fn read_punch(d: &[u8]) -> Option<[u8; 16]> {
+    (d.len() == PUNCH_LEN && d[0] == T_PUNCH && d[1] == VERSION).then(|| d[2..].try_into().expect("16 bytes"))
+}
+
+/// Sends a punch to `to`; `low`: with a hop limit of `PUNCH_LOW_TTL` (not sent at all
+/// where the system will not set one), the socket's own limit restored after.
+pub fn send_punch(sock: &UdpSocket, to: SocketAddr, token: &[u8; 16], low: bool) {
+    let p = punch(token);
+    if !low {
+        let _ = sock.send_to(&p, to);
+        return;
+    }
+    let s = socket2::SockRef::from(sock);
+    let v6 = matches!(to, SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none());
+    let set = |t| if v6 { s.set_unicast_hops_v6(t) } else { s.set_ttl_v4(t) };
+    let before = if v6 { s.unicast_hops_v6() } else { s.ttl_v4() };
+    if let Ok(before) = before {
+        if set(PUNCH_LOW_TTL).is_ok() {
+            let _ = sock.send_to(&p, to);
+            let _ = set(before);
+        }
+    }
+}
+
+/// Whether two addresses are the same host, whichever way a socket wrote them
+/// (IPv4-mapped or not).
+pub fn same_ip(a: SocketAddr, b: SocketAddr) -> bool {
+    a.ip().to_canonical() == b.ip().to_canonical()
+}
+
+/// An introduction a side is trying: punches to `peer` from `started` for `PUNCH_FOR`.
+#[derive(Clone, Debug)]
+pub struct Punching {
+    pub peer: SocketAddr,
+    pub token: [u8; 16],
+    pub started: Instant,
+    pub sent: Instant,
+}
+
+impl Punching {
+    pub fn new(peer: SocketAddr, token: [u8; 16], now: Instant) -> Punching {
+        Punching { peer, token, started: now, sent: now }
+    }
+
+    pub fn over(&self, now: Instant) -> bool {
+        now.duration_since(self.started) >= PUNCH_FOR
+    }
+
+    /// Sends the next punch if one is due (the first at once): `true` if it did.
+    pub fn send_due(&mut self, sock: &UdpSocket, now: Instant, first: bool) -> bool {
+        if !first && now.duration_since(self.sent) < PUNCH_EVERY {
+            return false;
+        }
+        self.sent = now;
+        let to = match (self.peer, sock.local_addr()) {
+            (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
+            (p, _) => p,
+        };
+        send_punch(sock, to, &self.token, now.duration_since(self.started) < PUNCH_LOW_FOR);
+        true
+    }
+}
+
 /// A host's link to a relay: where the relay is, and the join code it gave (shared with
 /// the server loop, which shows it).
 #[derive(Clone, Debug)]
@@ -205,6 +344,8 @@ impl RelayLink {
 struct Host {
     addr: SocketAddr,
     last: Instant,
+    /// The cookie of its last registration (the proof in a `Meet` for it).
+    cookie: [u8; 16],
 }
 
 struct Session {
@@ -214,6 +355,8 @@ struct Session {
     /// (window start, packets, bytes) each way: friend to host, host to friend.
     rate: [(Instant, u32, u64); 2],
     forwarded: u32,
+    /// When host and friend were last introduced.
+    met: Option<Instant>,
 }
 
 /// What the relay counted (for its log).
@@ -356,10 +499,11 @@ impl Relay {
                     return self.send(from, &p);
                 }
                 let code: [u8; 6] = d[2..8].try_into().expect("6 bytes");
+                let cookie: [u8; 16] = d[8..24].try_into().expect("16 bytes");
                 if kind == T_REGISTER {
-                    self.register(from, code, now)
+                    self.register(from, code, cookie, now)
                 } else {
-                    self.join(from, code, now)
+                    self.join(from, code, cookie, now)
                 }
             }
             // The host's answer to a friend.
@@ -411,13 +555,15 @@ impl Relay {
         }
     }
 
-    fn register(&mut self, from: SocketAddr, asked: [u8; 6], now: Instant) {
+    fn register(&mut self, from: SocketAddr, asked: [u8; 6], cookie: [u8; 16], now: Instant) {
         // Its own code again (a keepalive), or a new one.
         if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
             h.last = now;
+            h.cookie = cookie;
             return self.send(from, &answer(T_CODE, &asked));
         }
-        if let Some((code, _)) = self.hosts.iter().find(|(_, h)| h.addr == from) {
+        if let Some((code, h)) = self.hosts.iter_mut().find(|(_, h)| h.addr == from) {
+            h.cookie = cookie;
             let code = *code;
             return self.send(from, &answer(T_CODE, &code));
         }
@@ -431,12 +577,12 @@ impl Relay {
         // took it meanwhile: its friends' "CODE@RELAY" still works.
         let valid = asked.iter().all(|b| ALPHABET.contains(b));
         let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
-        self.hosts.insert(code, Host { addr: from, last: now });
+        self.hosts.insert(code, Host { addr: from, last: now, cookie });
         tracing::info!(code = %code_text(&code), host = %canonical(from), "a host registered");
         self.send(from, &answer(T_CODE, &code));
     }
 
-    fn join(&mut self, from: SocketAddr, code: [u8; 6], now: Instant) {
+    fn join(&mut self, from: SocketAddr, code: [u8; 6], cookie: [u8; 16], now: Instant) {
         if !self.hosts.contains_key(&code) {
             self.stats.refused += 1;
             return self.send(from, &answer(T_UNKNOWN, &code));
@@ -444,7 +590,7 @@ impl Relay {
         if let Some(s) = self.sessions.get_mut(&from) {
             if s.code == code {
                 s.last = now;
-                return self.send(from, &answer(T_JOINED, &code));
+                return self.joined(from, code, cookie, now);
             }
             // The same socket, proven, joining another game: the old session ends.
             let sid = s.sid;
@@ -462,10 +608,40 @@ impl Relay {
             return self.send(from, &answer(T_FULL, &code));
         }
         let Some(sid) = self.sid_for(from) else { return };
-        self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0 });
+        self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0, met: None });
         self.by_sid.insert(sid, from);
         tracing::debug!(code = %code_text(&code), friend = %canonical(from), session = sid, "a friend joined through the relay");
-        self.send(from, &answer(T_JOINED, &code));
+        self.joined(from, code, cookie, now)
+    }
+
+    /// Tells a friend it joined: with an introduction to the host where both are of one
+    /// address family (each is then told the other's address, at most once in two seconds
+    /// for one session), else plainly.
+    fn joined(&mut self, friend: SocketAddr, code: [u8; 6], cookie: [u8; 16], now: Instant) {
+        let host = self.hosts.get(&code).map(|h| (h.addr, h.cookie));
+        let session = self.sessions.get_mut(&friend);
+        let (Some((host, host_cookie)), Some(s)) = (host, session) else { return };
+        let same_family = host.ip().to_canonical().is_ipv4() == friend.ip().to_canonical().is_ipv4();
+        if !self.limits.introduce || !same_family {
+            return self.send(friend, &answer(T_JOINED, &code));
+        }
+        let sid = s.sid;
+        let tell_host = s.met.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(2));
+        if tell_host {
+            s.met = Some(now);
+        }
+        let token: [u8; 16] = self.keyed(&[
+            b"meet",
+            canonical(friend).to_string().as_bytes(),
+            canonical(host).to_string().as_bytes(),
+            &sid.to_le_bytes(),
+        ])[..16]
+            .try_into()
+            .expect("16 bytes");
+        if tell_host {
+            self.send(host, &meet(&host_cookie, &token, canonical(friend)));
+        }
+        self.send(friend, &meet(&cookie, &token, canonical(host)));
     }
 
     fn expire(&mut self) {
@@ -542,13 +718,58 @@ mod tests {
         relay.packet(f, &request_with(T_JOIN, &code, &cookie));
         assert!(read_cookie(&recv(&friend)).is_some() && relay.sessions.is_empty());
         relay.packet(f, &request_with(T_JOIN, &code, &c));
-        assert_eq!(read_answer(&recv(&friend)).map(|a| a.0), Some(T_JOINED));
+        // Joined, with an introduction each way, each proven by the receiver's own cookie.
+        let (proof, token, host_addr) = read_meet(&recv(&friend)).expect("the friend is introduced to the host");
+        assert_eq!((proof, host_addr), (c, h));
+        let (proof, token_h, friend_addr) = read_meet(&recv(&host)).expect("the host is introduced to the friend");
+        assert_eq!((proof, token_h, friend_addr), (cookie, token, f));
         assert_eq!(relay.sessions.len(), 1);
+        // Asked again at once: the friend hears it again, the host not (at most once in 2 s).
+        relay.packet(f, &request_with(T_JOIN, &code, &c));
+        assert!(read_meet(&recv(&friend)).is_some());
+        assert!(host.recv(&mut [0u8; 64]).is_err(), "the host is not told twice at once");
         // Too short to be a sealed datagram: not forwarded.
         relay.packet(f, &[0x80, 0, 1]);
         assert!(host.recv(&mut [0u8; 64]).is_err(), "nothing forwarded");
         relay.packet(f, &[0x80; 40]);
         assert_eq!(recv(&host).len(), 45, "a datagram forwarded with its session");
+    }
+
+    #[test]
+    fn a_relay_that_does_not_introduce_says_joined() {
+        let limits = Limits { introduce: false, ..Limits::default() };
+        let mut relay = Relay::bind("127.0.0.1:0".parse().unwrap(), limits).unwrap();
+        let friend = UdpSocket::bind("127.0.0.1:0").unwrap();
+        friend.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let f = friend.local_addr().unwrap();
+        let h: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let cookie = relay.cookie(h, relay.started.elapsed().as_secs() / 30);
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie));
+        let code = *relay.hosts.keys().next().expect("registered");
+        let c = relay.cookie(f, relay.started.elapsed().as_secs() / 30);
+        relay.packet(f, &request_with(T_JOIN, &code, &c));
+        let mut b = [0u8; 128];
+        let n = friend.recv(&mut b).unwrap();
+        assert_eq!(read_answer(&b[..n]).map(|a| a.0), Some(T_JOINED));
+    }
+
+    #[test]
+    fn meets_and_punches_read_back_and_refuse_what_is_not_one() {
+        for peer in ["11.77.1.2:24680", "[2001:db8::7]:9", "[::ffff:11.77.1.2]:24680"] {
+            let peer: SocketAddr = peer.parse().unwrap();
+            let m = meet(&[1; 16], &[2; 16], peer);
+            assert!(m.len() == MEET_LEN && m.len() <= REQUEST_LEN, "no larger than the join it answers");
+            let (p, t, a) = read_meet(&m).unwrap();
+            assert_eq!((p, t), ([1; 16], [2; 16]));
+            assert!(same_ip(a, peer) && a.port() == peer.port());
+        }
+        let mut m = meet(&[1; 16], &[2; 16], "11.77.1.2:24680".parse().unwrap());
+        m[34] = 5;
+        assert!(read_meet(&m).is_none(), "no such family");
+        assert!(read_meet(&meet(&[1; 16], &[2; 16], "0.0.0.0:1".parse().unwrap())).is_none());
+        assert!(read_meet(&meet(&[1; 16], &[2; 16], "11.77.1.2:0".parse().unwrap())).is_none());
+        assert_eq!(read_punch(&punch(&[3; 16])), Some([3; 16]));
+        assert!(read_punch(&punch(&[3; 16])[..17]).is_none());
     }
 
     #[test]

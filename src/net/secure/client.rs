@@ -56,6 +56,9 @@ pub(super) enum ClientPhase {
         cookie: [u8; 16],
         unknown: u8,
     },
+    /// The relay introduced us to the host: punching towards it (`peer`, its public
+    /// address as the relay saw it) until it answers or `until`, then the relay.
+    Punch(crate::net::relay::Punching),
     Init {
         sent: Instant,
     },
@@ -78,6 +81,9 @@ pub(super) enum ClientPhase {
 pub(super) struct ClientSide {
     pub(super) cfg: ClientSecurity,
     pub(super) server: SocketAddr,
+    /// Where datagrams for `server` really go: the same, or the host's own address once
+    /// punching through from a relay's introduction worked.
+    pub(super) wire: SocketAddr,
     pub(super) phase: ClientPhase,
     /// ENet datagrams waiting for the session.
     pub(super) queue: VecDeque<Vec<u8>>,
@@ -112,6 +118,14 @@ impl SecureSocket {
                     .relay_code
                     .map(|code| crate::net::relay::request_with(crate::net::relay::T_JOIN, &code, &cookie));
             }
+            ClientPhase::Punch(p) if p.over(now) => {
+                tracing::info!("the host could not be reached straight (a router in the way allows no punching): playing through the relay");
+                c.phase = ClientPhase::Init { sent: now };
+                out = Some(init_packet());
+            }
+            ClientPhase::Punch(p) => {
+                p.send_due(&self.inner, now, false);
+            }
             ClientPhase::Init { sent } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
                 out = Some(init_packet());
@@ -134,6 +148,19 @@ impl SecureSocket {
 
     pub(super) fn client_packet(&mut self, from: SocketAddr, data: &[u8], out: &mut [u8]) -> Option<usize> {
         let Side::Client(c) = &mut self.side else { return None };
+        // The host, answering our punches: it is reachable straight, at the address it
+        // answered from; the handshake starts there (the same handshake, the same pinned key).
+        if let ClientPhase::Punch(p) = &c.phase {
+            let heard = crate::net::relay::read_punch(data).is_some_and(|t| constant_time_eq(&t, &p.token));
+            if heard && crate::net::relay::same_ip(p.peer, from) {
+                tracing::info!(host = %from, "reached the host straight (punched through): the relay carries nothing more");
+                c.wire = from;
+                c.phase = ClientPhase::Init { sent: Instant::now() };
+                let server = c.server;
+                self.raw_send(server, &init_packet());
+                return None;
+            }
+        }
         if from != c.server || data.is_empty() {
             self.stats.dropped += 1;
             return None;
@@ -146,6 +173,20 @@ impl SecureSocket {
                 // Our address proven: join again at once, with the cookie.
                 *cookie = k;
                 self.raw_send(from, &request_with(T_JOIN, &code, &k));
+                return None;
+            }
+            // Joined, with the host's address to punch towards (proven the relay's by our
+            // own cookie).
+            if let Some((proof, token, peer)) = crate::net::relay::read_meet(data) {
+                if *cookie != [0; 16] && constant_time_eq(&proof, cookie) {
+                    let mut p = crate::net::relay::Punching::new(peer, token, now);
+                    p.send_due(&self.inner, now, true);
+                    if let Side::Client(c) = &mut self.side {
+                        c.phase = ClientPhase::Punch(p);
+                    }
+                } else {
+                    self.stats.count(Drop::Bad);
+                }
                 return None;
             }
             match read_answer(data) {

@@ -455,8 +455,15 @@ impl SecureSocket {
             Some(id) => id.clone(),
             None => Identity::generate()?,
         };
-        let side =
-            ClientSide { cfg, server, phase: ClientPhase::Start, queue: VecDeque::new(), server_key: None, identity };
+        let side = ClientSide {
+            cfg,
+            server,
+            wire: server,
+            phase: ClientPhase::Start,
+            queue: VecDeque::new(),
+            server_key: None,
+            identity,
+        };
         Ok(Self::with(inner, Side::Client(Box::new(side))))
     }
 
@@ -519,7 +526,10 @@ impl SecureSocket {
             if let Some(link) = s.cfg.relay.clone().filter(|_| from_relay) {
                 if let Some(cookie) = crate::net::relay::read_cookie(data) {
                     // Our address proven: register again at once, with the cookie.
-                    s.relay_cookie = cookie;
+                    if cookie != s.relay_cookie {
+                        s.relay_cookie_prev = s.relay_cookie;
+                        s.relay_cookie = cookie;
+                    }
                     let code = link.code();
                     let p = crate::net::relay::request_with(
                         crate::net::relay::T_REGISTER,
@@ -551,6 +561,29 @@ impl SecureSocket {
                             *c = Some(code);
                         }
                     }
+                    // A friend introduced: punch towards it for a while (proven the
+                    // relay's by our own cookie, which an off-path forger cannot know, so
+                    // nobody can make us send to a third party).
+                    (Some(&crate::net::relay::T_MEET), _) => {
+                        let meet = crate::net::relay::read_meet(data).filter(|(proof, _, _)| {
+                            s.relay_cookie != [0; 16]
+                                && (constant_time_eq(proof, &s.relay_cookie)
+                                    || constant_time_eq(proof, &s.relay_cookie_prev))
+                        });
+                        let Some((_, token, peer)) = meet else {
+                            self.stats.garbage += 1;
+                            self.stats.dropped += 1;
+                            return;
+                        };
+                        let now = Instant::now();
+                        s.punching.retain(|p| p.peer != peer);
+                        if s.punching.len() >= crate::net::relay::MAX_PUNCHING {
+                            s.punching.remove(0);
+                        }
+                        let mut p = crate::net::relay::Punching::new(peer, token, now);
+                        p.send_due(&self.inner, now, true);
+                        s.punching.push(p);
+                    }
                     (Some(&crate::net::relay::T_DATA), _) if data.len() > 5 => {
                         let sid = u32::from_le_bytes(data[1..5].try_into().expect("4 bytes"));
                         let inner = data[5..].to_vec();
@@ -562,6 +595,36 @@ impl SecureSocket {
                     }
                 }
                 return;
+            }
+        }
+        // A friend the relay introduced, punching through: answered once, from the
+        // socket the game runs on (which opens our NAT to it if our own punches have not).
+        if let Side::Server(s) = &mut self.side {
+            if data.first() == Some(&crate::net::relay::T_PUNCH) && !s.punching.is_empty() {
+                let token = crate::net::relay::read_punch(data);
+                let known = token.is_some_and(|t| {
+                    s.punching
+                        .iter()
+                        .any(|p| crate::net::relay::same_ip(p.peer, from) && constant_time_eq(&p.token, &t))
+                });
+                if let (true, Some(t)) = (known, token) {
+                    let _ = self.inner.send_to(&crate::net::relay::punch(&t), from);
+                    return;
+                }
+            }
+        }
+        // The client: once it reached the host straight, the address it plays to stands
+        // in for the relay's (ENet knows only that one), and the relay has nothing more to
+        // say to it.
+        let mut from = from;
+        if let Side::Client(c) = &self.side {
+            if c.wire != c.server {
+                if from == c.wire {
+                    from = c.server;
+                } else if from == c.server {
+                    self.stats.dropped += 1;
+                    return;
+                }
             }
         }
         let mut out = std::mem::take(&mut self.opened);
@@ -643,6 +706,12 @@ impl SecureSocket {
             }
             return;
         }
+        // The client sends where it reached the host (the relay's address or, once it
+        // punched through, the host's own).
+        let to = match &self.side {
+            Side::Client(c) if to == c.server => c.wire,
+            _ => to,
+        };
         match self.inner.send_to(data, to) {
             Ok(n) => self.stats.bytes_sent += n as u64,
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}

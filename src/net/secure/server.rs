@@ -159,8 +159,12 @@ pub(super) struct ServerSide {
     /// gave us to prove our address.
     pub(super) relay_sent: Option<Instant>,
     pub(super) relay_cookie: [u8; 16],
+    /// The cookie before it (a `Meet` sent as the relay changed it still proves itself).
+    pub(super) relay_cookie_prev: [u8; 16],
     /// The relay said it has no room (logged once).
     pub(super) relay_full: bool,
+    /// Friends the relay introduced, whom we punch towards for a while.
+    pub(super) punching: Vec<crate::net::relay::Punching>,
 }
 
 impl ServerSide {
@@ -180,7 +184,9 @@ impl ServerSide {
             logged_full: HashMap::new(),
             relay_sent: None,
             relay_cookie: [0; 16],
+            relay_cookie_prev: [0; 16],
             relay_full: false,
+            punching: Vec::new(),
         }
     }
 
@@ -706,7 +712,13 @@ impl SecureSocket {
                 let _ = self.inner.send_to(&p, to);
             }
         }
+        // Friends the relay introduced: a punch each every so often, which opens our NAT
+        // towards them (until they are heard or the time is up).
         let Side::Server(s) = &mut self.side else { return };
+        s.punching.retain(|p| !p.over(now));
+        for p in &mut s.punching {
+            p.send_due(&self.inner, now, false);
+        }
         // Held password checks first (one that waited to the end is refused, not dropped):
         // addresses with no wrong guess in the last ten minutes first, then oldest first.
         let guessed = |ip: IpAddr| s.guesses.get(&address_key(ip)).is_some_and(|(_, last)| last.is_some());
