@@ -529,14 +529,10 @@ fn main() -> ExitCode {
             relay: if eff.relay.is_empty() {
                 None
             } else {
-                let with_port = hailfire::net::relay::parse_join(&format!("AAAAAA@{}", eff.relay)).map(|(_, r)| r);
-                match with_port.as_deref().map(hailfire::net::resolve) {
-                    Some(Ok(a)) => Some(a),
-                    _ => {
-                        eprintln!(
-                            "hailfire: relay = {:?} is not an address (HOST[:PORT], default port 24700)",
-                            eff.relay
-                        );
+                match hailfire::net::relay::RelayLink::resolve(&eff.relay, bind) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        eprintln!("hailfire: relay = {:?}: {e}", eff.relay);
                         return ExitCode::from(2);
                     }
                 }

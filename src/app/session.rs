@@ -161,7 +161,7 @@ fn host_info_line(s: &ListenServer) -> String {
     let relayed = match s.relay.as_ref() {
         None => String::new(),
         Some(l) => match l.code() {
-            Some(c) => format!(" · through the relay: {}@{}", crate::net::relay::code_text(&c), l.addr),
+            Some(c) => format!(" · through the relay: {}@{}", crate::net::relay::code_text(&c), l.name),
             None => " · asking the relay for a code...".to_string(),
         },
     };
@@ -181,7 +181,7 @@ fn join_line_for(s: &ListenServer) -> String {
         return format!("friends join at {e}");
     }
     if let Some((l, c)) = s.relay.as_ref().and_then(|l| l.code().map(|c| (l, c))) {
-        return format!("friends join with {}@{}", crate::net::relay::code_text(&c), l.addr);
+        return format!("friends join with {}@{}", crate::net::relay::code_text(&c), l.name);
     }
     if let Some(e) = mapped {
         return format!("friends join at {e}");
@@ -986,10 +986,10 @@ impl Session {
         let relay = if settings.relay.trim().is_empty() {
             None
         } else {
-            let with_port = crate::net::relay::parse_join(&format!("AAAAAA@{}", settings.relay.trim())).map(|(_, r)| r);
+            let bind = std::net::SocketAddr::new(ip, port);
             Some(
-                crate::net::resolve(with_port.as_deref().unwrap_or(""))
-                    .map_err(|e| anyhow::anyhow!("the relay '{}' in settings: {e}", settings.relay.trim()))?,
+                crate::net::relay::RelayLink::resolve(&settings.relay, bind)
+                    .map_err(|e| anyhow::anyhow!("the relay in settings: {e}"))?,
             )
         };
         let config = crate::server::ServerConfig {

@@ -139,6 +139,9 @@ pub fn parse_join(text: &str) -> Option<([u8; 6], String)> {
     if relay.is_empty() {
         return None;
     }
+    // A bare IPv6 literal: bracketed, so that a port can follow.
+    let bracketed = relay.parse::<Ipv6Addr>().ok().map(|ip| format!("[{ip}]"));
+    let relay = bracketed.as_deref().unwrap_or(relay);
     let has_port = relay.parse::<SocketAddr>().is_ok()
         || relay.rsplit_once(':').is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok());
     Some((code, if has_port { relay.to_string() } else { format!("{relay}:{DEFAULT_PORT}") }))
@@ -328,12 +331,45 @@ impl Punching {
 #[derive(Clone, Debug)]
 pub struct RelayLink {
     pub addr: SocketAddr,
+    /// The relay as the host typed it (`relay.example.org`, `203.0.113.5:9000`): what
+    /// friends are told to type after the code.
+    pub name: String,
     pub code: std::sync::Arc<std::sync::Mutex<Option<[u8; 6]>>>,
 }
 
 impl RelayLink {
     pub fn new(addr: SocketAddr) -> RelayLink {
-        RelayLink { addr, code: Default::default() }
+        RelayLink { addr, name: addr.to_string(), code: Default::default() }
+    }
+
+    /// The relay `text` names (`HOST[:PORT]`, port 24700 by default), resolved to an
+    /// address a server bound to `bind` can send to: an IPv4 one for a server on an IPv4
+    /// address, whichever the name gives first for a dual-stack one.
+    pub fn resolve(text: &str, bind: SocketAddr) -> Result<RelayLink, String> {
+        use std::net::ToSocketAddrs;
+        let text = text.trim();
+        let Some((_, with_port)) = parse_join(&format!("AAAAAA@{text}")) else {
+            return Err(format!("{text:?} is not an address (HOST[:PORT], default port {DEFAULT_PORT})"));
+        };
+        let found: Vec<SocketAddr> = match with_port.parse::<SocketAddr>() {
+            Ok(a) => vec![a],
+            Err(_) => with_port.to_socket_addrs().map_err(|e| format!("cannot find the relay {text:?}: {e}"))?.collect(),
+        };
+        let ipv4_only = bind.is_ipv4();
+        let addr = found.iter().find(|a| !ipv4_only || a.ip().to_canonical().is_ipv4()).copied().ok_or_else(|| {
+            format!(
+                "the relay {text:?} has no IPv4 address, and this server listens on IPv4 only ({bind}); \
+                 listen on [::] or use another relay"
+            )
+        })?;
+        // Friends type the name as the host did (the port only where it is not the usual).
+        let name = with_port.strip_suffix(&format!(":{DEFAULT_PORT}")).unwrap_or(&with_port);
+        let name = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).filter(|n| n.contains(':')).map_or(
+            name.to_string(),
+            // A bare IPv6 literal: a code and a port would be ambiguous without brackets.
+            |n| format!("[{n}]"),
+        );
+        Ok(RelayLink { addr, name, code: Default::default() })
     }
 
     pub fn code(&self) -> Option<[u8; 6]> {
@@ -781,6 +817,16 @@ mod tests {
         assert_eq!(parse_join("ab3cd4@relay.example").map(|(_, r)| r), Some("relay.example:24700".into()));
         assert_eq!(parse_join("AB3CD4@[2001:db8::1]:9000").map(|(_, r)| r), Some("[2001:db8::1]:9000".into()));
         assert!(parse_join("relay.example").is_none() && parse_join("AB3CD4@").is_none());
+        assert_eq!(parse_join("AB3CD4@2001:db8::1").map(|(_, r)| r), Some("[2001:db8::1]:24700".into()));
+        let any: SocketAddr = "[::]:24680".parse().unwrap();
+        let v4: SocketAddr = "0.0.0.0:24680".parse().unwrap();
+        let l = RelayLink::resolve("localhost", v4).unwrap();
+        assert!(l.addr.is_ipv4() && l.addr.port() == DEFAULT_PORT, "IPv4 for a server on IPv4: {l:?}");
+        assert_eq!(l.name, "localhost", "shown as typed");
+        assert_eq!(RelayLink::resolve("localhost:9000", any).unwrap().name, "localhost:9000");
+        assert_eq!(RelayLink::resolve("[2001:db8::1]:24700", any).unwrap().name, "[2001:db8::1]");
+        assert!(RelayLink::resolve("2001:db8::1", v4).unwrap_err().contains("no IPv4 address"));
+        assert!(RelayLink::resolve("", any).is_err());
         for sid in [1u32, 65_537, u32::MAX] {
             assert_eq!(session_of(virtual_addr(sid)), Some(sid));
         }

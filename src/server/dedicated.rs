@@ -49,7 +49,7 @@ pub struct DedicatedOptions {
     /// removed when it stops.
     pub upnp: bool,
     /// A relay friends may also join through.
-    pub relay: Option<SocketAddr>,
+    pub relay: Option<crate::net::relay::RelayLink>,
     /// How often the status line is logged (None: never).
     pub status_every: Option<Duration>,
     /// Threads that tick instances.
@@ -260,7 +260,7 @@ pub fn run(opts: DedicatedOptions) -> anyhow::Result<Ended> {
         password: opts.password.clone(),
         per_address: opts.max_sessions_per_address,
         status: Some(board.clone()),
-        relay: opts.relay.map(crate::net::relay::RelayLink::new),
+        relay: opts.relay,
         ..ServerSecurity::new(identity)
     };
     let net =

@@ -71,7 +71,7 @@ impl ListenServer {
             }));
         let key8: [u8; 8] = identity.public[..8].try_into().expect("8 bytes");
         let config_announce = config.lan_announce;
-        let relay = config.relay.map(crate::net::relay::RelayLink::new);
+        let relay = config.relay.clone();
         let security =
             ServerSecurity { status: Some(board.clone()), relay: relay.clone(), ..ServerSecurity::new(identity) };
         let (tx, rx) = mpsc::channel();

@@ -101,7 +101,7 @@ pub struct ServerConfig {
     /// menu and `hailfire servers --lan`).
     pub lan_announce: bool,
     /// Host and play: a relay friends may also join through (`hailfire relay`).
-    pub relay: Option<std::net::SocketAddr>,
+    pub relay: Option<crate::net::relay::RelayLink>,
     /// Threads that tick instances side by side (1: the server's own thread).
     pub threads: usize,
     /// Mods whose scripts run in this process; the others (but the base game) in workers.

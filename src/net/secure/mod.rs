@@ -555,7 +555,7 @@ impl SecureSocket {
                                     relay = %link.addr,
                                     "friends join through the relay with {}@{}",
                                     crate::net::relay::code_text(&code),
-                                    link.addr
+                                    link.name
                                 );
                             }
                             *c = Some(code);
