@@ -191,13 +191,29 @@ fn map_upnp(port: u16, want: u16, stop: &AtomicBool) -> Result<(Held, SocketAddr
     if stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }
-    let lease = LEASE.as_secs() as u32;
-    let external_port = match gateway.add_port(igd_next::PortMappingProtocol::UDP, want, local, lease, DESCRIPTION) {
-        Ok(()) => want,
-        // The port is taken on the router (another machine's game): any other.
-        Err(_) => gateway
-            .add_any_port(igd_next::PortMappingProtocol::UDP, local, lease, DESCRIPTION)
-            .map_err(|e| format!("UPnP: {e}"))?,
+    let add = |lease: u32| -> Result<u16, (bool, String)> {
+        use igd_next::{AddAnyPortError, AddPortError};
+        match gateway.add_port(igd_next::PortMappingProtocol::UDP, want, local, lease, DESCRIPTION) {
+            Ok(()) => Ok(want),
+            Err(AddPortError::OnlyPermanentLeasesSupported) => Err((true, String::new())),
+            // The port is taken on the router (another machine's game): any other.
+            Err(_) => match gateway.add_any_port(igd_next::PortMappingProtocol::UDP, local, lease, DESCRIPTION) {
+                Ok(p) => Ok(p),
+                Err(AddAnyPortError::OnlyPermanentLeasesSupported) => Err((true, String::new())),
+                Err(e) => Err((false, format!("UPnP: {e}"))),
+            },
+        }
+    };
+    let external_port = match add(LEASE.as_secs() as u32) {
+        Ok(p) => p,
+        // Some routers take only mappings without an end (UPnP error 725): one of those,
+        // which this game removes when it stops (and renews all the same).
+        Err((true, _)) => {
+            let p = add(0).map_err(|(_, e)| if e.is_empty() { "UPnP: the router refused every lease".into() } else { e })?;
+            tracing::info!("the router gives only permanent UPnP mappings: this one is removed when the game stops");
+            p
+        }
+        Err((false, e)) => return Err(e),
     };
     let external = SocketAddr::new(public, external_port);
     warn_if_not_public(external);
