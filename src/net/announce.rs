@@ -68,11 +68,18 @@ pub struct Announcer {
     packet: [u8; LEN],
     last: Option<Instant>,
     loopback_only: bool,
+    /// Where announcements go (`port()`; tests pick their own).
+    to_port: u16,
 }
 
 impl Announcer {
     /// For a server listening on `bind` (its game port `port`, after binding).
     pub fn new(bind: SocketAddr, port: u16, key: [u8; 8]) -> Announcer {
+        Self::to(bind, port, key, self::port())
+    }
+
+    /// [`Announcer::new`], announcing to UDP port `to_port`.
+    pub fn to(bind: SocketAddr, port: u16, key: [u8; 8], to_port: u16) -> Announcer {
         let packet = Announcement { port, protocol: crate::protocol::PROTOCOL_VERSION, key }.encode();
         let loopback_only = bind.ip().to_canonical().is_loopback();
         let v4_src = match bind.ip() {
@@ -88,14 +95,18 @@ impl Announcer {
         if let Some(s) = &v6 {
             let _ = s.set_nonblocking(true);
         }
-        let mut a = Announcer { v4, v6, targets: Vec::new(), packet, last: None, loopback_only };
+        let mut a = Announcer { v4, v6, targets: Vec::new(), packet, last: None, loopback_only, to_port };
         a.refresh_targets(v4_src);
         a
     }
 
     fn refresh_targets(&mut self, v4_src: Ipv4Addr) {
-        let p = port();
-        let mut t = vec![SocketAddr::from((Ipv4Addr::LOCALHOST, p))];
+        let p = self.to_port;
+        // Loopback's broadcast address on Linux, where every listener on this machine hears
+        // it (a unicast datagram reaches only one of the sockets sharing the port); the
+        // loopback address elsewhere.
+        let lo = if cfg!(target_os = "linux") { Ipv4Addr::new(127, 255, 255, 255) } else { Ipv4Addr::LOCALHOST };
+        let mut t = vec![SocketAddr::from((lo, p))];
         if !self.loopback_only {
             for b in broadcast_addresses() {
                 // A server bound to one address announces on that address's network only.
@@ -186,8 +197,12 @@ pub fn listen(wait: Duration) -> io::Result<Vec<(SocketAddr, Announcement)>> {
 }
 
 /// [`listen`], calling `each` as each new server is heard.
-pub fn listen_each(wait: Duration, mut each: impl FnMut(SocketAddr, Announcement)) -> io::Result<()> {
-    let p = port();
+pub fn listen_each(wait: Duration, each: impl FnMut(SocketAddr, Announcement)) -> io::Result<()> {
+    listen_on(port(), wait, each)
+}
+
+/// [`listen_each`] on UDP port `p`.
+pub fn listen_on(p: u16, wait: Duration, mut each: impl FnMut(SocketAddr, Announcement)) -> io::Result<()> {
     let mut sockets = Vec::new();
     for (domain, addr) in [
         (socket2::Domain::IPV4, SocketAddr::from((Ipv4Addr::UNSPECIFIED, p))),
@@ -266,6 +281,36 @@ mod tests {
         zero[6] = 0;
         assert_eq!(Announcement::decode(&zero), None, "port 0");
         assert_eq!(Announcement::decode(b"HFan\x01garbage garbage"), None);
+    }
+
+    #[test]
+    fn every_listener_on_this_machine_hears_a_loopback_server() {
+        // A port of our own (not $HAILFIRE_ANNOUNCE_PORT, which other tests may move).
+        let to = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let listeners: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut heard = Vec::new();
+                    listen_on(to, Duration::from_millis(1500), |a, x| heard.push((a, x))).unwrap();
+                    heard
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut a = Announcer::to("127.0.0.1:5001".parse().unwrap(), 5001, [9; 8], to);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(1200) {
+            a.tick();
+            a.last = None;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for l in listeners {
+            let heard = l.join().unwrap();
+            assert!(
+                heard.iter().any(|(addr, x)| addr.port() == 5001 && x.key == [9; 8]),
+                "each listener hears it: {heard:?}"
+            );
+        }
     }
 
     #[test]

@@ -209,7 +209,8 @@ fn map_upnp(port: u16, want: u16, stop: &AtomicBool) -> Result<(Held, SocketAddr
         // Some routers take only mappings without an end (UPnP error 725): one of those,
         // which this game removes when it stops (and renews all the same).
         Err((true, _)) => {
-            let p = add(0).map_err(|(_, e)| if e.is_empty() { "UPnP: the router refused every lease".into() } else { e })?;
+            let p = add(0)
+                .map_err(|(_, e)| if e.is_empty() { "UPnP: the router refused every lease".into() } else { e })?;
             tracing::info!("the router gives only permanent UPnP mappings: this one is removed when the game stops");
             p
         }

@@ -353,7 +353,9 @@ impl RelayLink {
         };
         let found: Vec<SocketAddr> = match with_port.parse::<SocketAddr>() {
             Ok(a) => vec![a],
-            Err(_) => with_port.to_socket_addrs().map_err(|e| format!("cannot find the relay {text:?}: {e}"))?.collect(),
+            Err(_) => {
+                with_port.to_socket_addrs().map_err(|e| format!("cannot find the relay {text:?}: {e}"))?.collect()
+            }
         };
         let ipv4_only = bind.is_ipv4();
         let addr = found.iter().find(|a| !ipv4_only || a.ip().to_canonical().is_ipv4()).copied().ok_or_else(|| {
