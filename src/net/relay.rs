@@ -7,7 +7,8 @@
 //!
 //! Datagrams (all little-endian; none answered larger than its request):
 //! - `0x30 Register` host->relay: `u8 0x30, u8 version, [6] code (zeros: a new one),
-//!   [16] cookie (zeros at first)`, zero padding to 64 bytes; sent every `KEEPALIVE` (it
+//!   [16] cookie (zeros at first), [16] nonce`, zero padding to 64 bytes (the nonce:
+//!   random, the sender's own, which the relay gives back only in a `Meet` to it); sent every `KEEPALIVE` (it
 //!   keeps the host's NAT open too);
 //! - `0x36 Cookie` relay->any: `u8 0x36, u8 version, [16] cookie` (18 bytes): the answer
 //!   to a Register or Join without a valid cookie (a MAC of the sender's address and the
@@ -23,8 +24,9 @@
 //! - `0x38 Meet` relay->friend (in place of `Joined`) and relay->host: `u8 0x38, u8
 //!   version, [16] proof, [16] token, u8 family (4 or 6), [16] address, u16 port` (53
 //!   bytes): the other side's public address as the relay sees it, so that both can try to
-//!   punch through their NATs. `proof` is the receiver's own current cookie (which an
-//!   off-path forger cannot know); `token` is the relay's for this pair;
+//!   punch through their NATs. `proof` is the receiver's own nonce (which it sent only to
+//!   the relay, so an off-path forger cannot know it); `token` is the relay's for this
+//!   pair. Nobody is introduced who sent no nonce;
 //! - `0x39 Punch` host<->friend, straight: `u8 0x39, u8 version, [16] token` (18 bytes),
 //!   each way every `PUNCH_EVERY` for at most `PUNCH_FOR`, each answered once; the friend
 //!   that hears the host plays straight to the address it heard it from, and through the
@@ -187,16 +189,24 @@ pub fn describe(a: SocketAddr) -> String {
 }
 
 pub fn request(kind: u8, code: &[u8; 6]) -> Vec<u8> {
-    request_with(kind, code, &[0; 16])
+    request_with(kind, code, &[0; 16], &[0; 16])
 }
 
-/// A Register or Join carrying the relay's cookie.
-pub fn request_with(kind: u8, code: &[u8; 6], cookie: &[u8; 16]) -> Vec<u8> {
+/// A Register or Join carrying the relay's cookie and the sender's nonce.
+pub fn request_with(kind: u8, code: &[u8; 6], cookie: &[u8; 16], nonce: &[u8; 16]) -> Vec<u8> {
     let mut p = vec![kind, VERSION];
     p.extend_from_slice(code);
     p.extend_from_slice(cookie);
+    p.extend_from_slice(nonce);
     p.resize(REQUEST_LEN, 0);
     p
+}
+
+/// A fresh nonce for a host's registrations or a friend's joins.
+pub fn new_nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut n);
+    n
 }
 
 /// The cookie in a relay's `Cookie` answer.
@@ -245,11 +255,19 @@ pub fn read_meet(d: &[u8]) -> Option<([u8; 16], [u8; 16], SocketAddr)> {
     }
     let ip: std::net::IpAddr = match d[34] {
         4 => std::net::Ipv4Addr::from(<[u8; 4]>::try_from(&d[35..39]).ok()?).into(),
+        // IPv4 is family 4, never IPv4-mapped.
         6 => Ipv6Addr::from(<[u8; 16]>::try_from(&d[35..51]).ok()?).into(),
         _ => return None,
     };
+    if ip.to_canonical() != ip {
+        return None;
+    }
     let port = u16::from_le_bytes([d[51], d[52]]);
-    (port != 0 && !ip.is_unspecified() && !ip.is_multicast()).then(|| {
+    let nowhere = match ip {
+        std::net::IpAddr::V4(a) => a.is_broadcast() || a.is_link_local() || a.octets()[0] == 0,
+        std::net::IpAddr::V6(a) => (a.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    (port != 0 && !ip.is_unspecified() && !ip.is_multicast() && !nowhere).then(|| {
         (d[2..18].try_into().expect("16 bytes"), d[18..34].try_into().expect("16 bytes"), SocketAddr::new(ip, port))
     })
 }
@@ -282,9 +300,18 @@ pub fn send_punch(sock: &UdpSocket, to: SocketAddr, token: &[u8; 16], low: bool)
     if let Ok(before) = before {
         if set(PUNCH_LOW_TTL).is_ok() {
             let _ = sock.send_to(&p, to);
-            let _ = set(before);
+            // The game's own datagrams must not go out with the short limit.
+            if set(before).is_err() && set(before).is_err() {
+                tracing::warn!("could not restore the socket's hop limit after a punch");
+            }
         }
     }
+}
+
+/// Whether a side told to punch `peer` by the relay at `relay` may: never at this
+/// machine's loopback, unless the relay is on it too (a test, or one machine).
+pub fn may_punch(peer: SocketAddr, relay: SocketAddr) -> bool {
+    !peer.ip().to_canonical().is_loopback() || relay.ip().to_canonical().is_loopback()
 }
 
 /// Whether two addresses are the same host, whichever way a socket wrote them
@@ -382,8 +409,8 @@ impl RelayLink {
 struct Host {
     addr: SocketAddr,
     last: Instant,
-    /// The cookie of its last registration (the proof in a `Meet` for it).
-    cookie: [u8; 16],
+    /// The nonce of its last registration (the proof in a `Meet` for it; zeros: none).
+    nonce: [u8; 16],
 }
 
 struct Session {
@@ -537,11 +564,11 @@ impl Relay {
                     return self.send(from, &p);
                 }
                 let code: [u8; 6] = d[2..8].try_into().expect("6 bytes");
-                let cookie: [u8; 16] = d[8..24].try_into().expect("16 bytes");
+                let nonce: [u8; 16] = d[24..40].try_into().expect("16 bytes");
                 if kind == T_REGISTER {
-                    self.register(from, code, cookie, now)
+                    self.register(from, code, nonce, now)
                 } else {
-                    self.join(from, code, cookie, now)
+                    self.join(from, code, nonce, now)
                 }
             }
             // The host's answer to a friend.
@@ -593,15 +620,15 @@ impl Relay {
         }
     }
 
-    fn register(&mut self, from: SocketAddr, asked: [u8; 6], cookie: [u8; 16], now: Instant) {
+    fn register(&mut self, from: SocketAddr, asked: [u8; 6], nonce: [u8; 16], now: Instant) {
         // Its own code again (a keepalive), or a new one.
         if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
             h.last = now;
-            h.cookie = cookie;
+            h.nonce = nonce;
             return self.send(from, &answer(T_CODE, &asked));
         }
         if let Some((code, h)) = self.hosts.iter_mut().find(|(_, h)| h.addr == from) {
-            h.cookie = cookie;
+            h.nonce = nonce;
             let code = *code;
             return self.send(from, &answer(T_CODE, &code));
         }
@@ -615,12 +642,12 @@ impl Relay {
         // took it meanwhile: its friends' "CODE@RELAY" still works.
         let valid = asked.iter().all(|b| ALPHABET.contains(b));
         let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
-        self.hosts.insert(code, Host { addr: from, last: now, cookie });
+        self.hosts.insert(code, Host { addr: from, last: now, nonce });
         tracing::info!(code = %code_text(&code), host = %canonical(from), "a host registered");
         self.send(from, &answer(T_CODE, &code));
     }
 
-    fn join(&mut self, from: SocketAddr, code: [u8; 6], cookie: [u8; 16], now: Instant) {
+    fn join(&mut self, from: SocketAddr, code: [u8; 6], nonce: [u8; 16], now: Instant) {
         if !self.hosts.contains_key(&code) {
             self.stats.refused += 1;
             return self.send(from, &answer(T_UNKNOWN, &code));
@@ -628,7 +655,7 @@ impl Relay {
         if let Some(s) = self.sessions.get_mut(&from) {
             if s.code == code {
                 s.last = now;
-                return self.joined(from, code, cookie, now);
+                return self.joined(from, code, nonce, now);
             }
             // The same socket, proven, joining another game: the old session ends.
             let sid = s.sid;
@@ -649,18 +676,18 @@ impl Relay {
         self.sessions.insert(from, Session { code, sid, last: now, rate: [(now, 0, 0); 2], forwarded: 0, met: None });
         self.by_sid.insert(sid, from);
         tracing::debug!(code = %code_text(&code), friend = %canonical(from), session = sid, "a friend joined through the relay");
-        self.joined(from, code, cookie, now)
+        self.joined(from, code, nonce, now)
     }
 
-    /// Tells a friend it joined: with an introduction to the host where both are of one
-    /// address family (each is then told the other's address, at most once in two seconds
-    /// for one session), else plainly.
-    fn joined(&mut self, friend: SocketAddr, code: [u8; 6], cookie: [u8; 16], now: Instant) {
-        let host = self.hosts.get(&code).map(|h| (h.addr, h.cookie));
+    /// Tells a friend it joined: with an introduction to the host where both sent a nonce
+    /// and are of one address family (each is then told the other's address, the host at
+    /// most once in two seconds for one session), else plainly.
+    fn joined(&mut self, friend: SocketAddr, code: [u8; 6], nonce: [u8; 16], now: Instant) {
+        let host = self.hosts.get(&code).map(|h| (h.addr, h.nonce));
         let session = self.sessions.get_mut(&friend);
-        let (Some((host, host_cookie)), Some(s)) = (host, session) else { return };
+        let (Some((host, host_nonce)), Some(s)) = (host, session) else { return };
         let same_family = host.ip().to_canonical().is_ipv4() == friend.ip().to_canonical().is_ipv4();
-        if !self.limits.introduce || !same_family {
+        if !self.limits.introduce || !same_family || nonce == [0; 16] || host_nonce == [0; 16] {
             return self.send(friend, &answer(T_JOINED, &code));
         }
         let sid = s.sid;
@@ -677,9 +704,9 @@ impl Relay {
             .try_into()
             .expect("16 bytes");
         if tell_host {
-            self.send(host, &meet(&host_cookie, &token, canonical(friend)));
+            self.send(host, &meet(&host_nonce, &token, canonical(friend)));
         }
-        self.send(friend, &meet(&cookie, &token, canonical(host)));
+        self.send(friend, &meet(&nonce, &token, canonical(host)));
     }
 
     fn expire(&mut self) {
@@ -723,6 +750,7 @@ fn within(w: &mut (Instant, u32, u64), len: usize, now: Instant, l: &Limits) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn nothing_is_given_to_an_address_that_has_not_shown_it_receives() {
@@ -743,9 +771,10 @@ mod tests {
         let a = recv(&host);
         let cookie = read_cookie(&a).expect("first a cookie, no code");
         assert!(a.len() < REQUEST_LEN && relay.hosts.is_empty());
-        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &[7; 16]));
+        let (hn, fnn) = ([5u8; 16], [6u8; 16]);
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &[7; 16], &hn));
         assert!(read_cookie(&recv(&host)).is_some(), "a made-up cookie is not one");
-        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie));
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie, &hn));
         let (kind, code) = read_answer(&recv(&host)).expect("a code");
         assert_eq!(kind, T_CODE);
         // A join claiming the friend's address, without its cookie: no session.
@@ -753,17 +782,18 @@ mod tests {
         let c = read_cookie(&recv(&friend)).expect("a cookie");
         assert!(relay.sessions.is_empty(), "nothing for an address that did not prove itself");
         // The host's own cookie is not the friend's.
-        relay.packet(f, &request_with(T_JOIN, &code, &cookie));
+        relay.packet(f, &request_with(T_JOIN, &code, &cookie, &fnn));
         assert!(read_cookie(&recv(&friend)).is_some() && relay.sessions.is_empty());
-        relay.packet(f, &request_with(T_JOIN, &code, &c));
-        // Joined, with an introduction each way, each proven by the receiver's own cookie.
+        relay.packet(f, &request_with(T_JOIN, &code, &c, &fnn));
+        // Joined, with an introduction each way, each proven by the receiver's own nonce
+        // (which only it and the relay know).
         let (proof, token, host_addr) = read_meet(&recv(&friend)).expect("the friend is introduced to the host");
-        assert_eq!((proof, host_addr), (c, h));
+        assert_eq!((proof, host_addr), (fnn, h));
         let (proof, token_h, friend_addr) = read_meet(&recv(&host)).expect("the host is introduced to the friend");
-        assert_eq!((proof, token_h, friend_addr), (cookie, token, f));
+        assert_eq!((proof, token_h, friend_addr), (hn, token, f));
         assert_eq!(relay.sessions.len(), 1);
         // Asked again at once: the friend hears it again, the host not (at most once in 2 s).
-        relay.packet(f, &request_with(T_JOIN, &code, &c));
+        relay.packet(f, &request_with(T_JOIN, &code, &c, &fnn));
         assert!(read_meet(&recv(&friend)).is_some());
         assert!(host.recv(&mut [0u8; 64]).is_err(), "the host is not told twice at once");
         // Too short to be a sealed datagram: not forwarded.
@@ -782,11 +812,20 @@ mod tests {
         let f = friend.local_addr().unwrap();
         let h: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let cookie = relay.cookie(h, relay.started.elapsed().as_secs() / 30);
-        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie));
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie, &[5; 16]));
         let code = *relay.hosts.keys().next().expect("registered");
         let c = relay.cookie(f, relay.started.elapsed().as_secs() / 30);
-        relay.packet(f, &request_with(T_JOIN, &code, &c));
+        relay.packet(f, &request_with(T_JOIN, &code, &c, &[6; 16]));
         let mut b = [0u8; 128];
+        let n = friend.recv(&mut b).unwrap();
+        assert_eq!(read_answer(&b[..n]).map(|a| a.0), Some(T_JOINED));
+        // Introducing, but the friend sent no nonce: nobody is introduced.
+        let mut relay = Relay::bind("127.0.0.1:0".parse().unwrap(), Limits::default()).unwrap();
+        let cookie = relay.cookie(h, relay.started.elapsed().as_secs() / 30);
+        relay.packet(h, &request_with(T_REGISTER, &[0; 6], &cookie, &[5; 16]));
+        let code = *relay.hosts.keys().next().expect("registered");
+        let c = relay.cookie(f, relay.started.elapsed().as_secs() / 30);
+        relay.packet(f, &request_with(T_JOIN, &code, &c, &[0; 16]));
         let n = friend.recv(&mut b).unwrap();
         assert_eq!(read_answer(&b[..n]).map(|a| a.0), Some(T_JOINED));
     }
@@ -806,6 +845,15 @@ mod tests {
         assert!(read_meet(&m).is_none(), "no such family");
         assert!(read_meet(&meet(&[1; 16], &[2; 16], "0.0.0.0:1".parse().unwrap())).is_none());
         assert!(read_meet(&meet(&[1; 16], &[2; 16], "11.77.1.2:0".parse().unwrap())).is_none());
+        let mut mapped = meet(&[1; 16], &[2; 16], "[2001:db8::7]:9".parse().unwrap());
+        mapped[35..51].copy_from_slice(&Ipv4Addr::new(11, 77, 1, 2).to_ipv6_mapped().octets());
+        assert!(read_meet(&mapped).is_none(), "IPv4 comes as family 4, never mapped");
+        for nowhere in ["255.255.255.255:9", "169.254.1.1:9", "[fe80::1]:9", "[ff02::1]:9", "0.1.2.3:9"] {
+            assert!(read_meet(&meet(&[1; 16], &[2; 16], nowhere.parse().unwrap())).is_none(), "{nowhere}");
+        }
+        let (lo, public): (SocketAddr, SocketAddr) =
+            ("127.0.0.1:5".parse().unwrap(), "11.77.1.1:24700".parse().unwrap());
+        assert!(!may_punch(lo, public) && may_punch(lo, lo) && may_punch(public, public));
         assert_eq!(read_punch(&punch(&[3; 16])), Some([3; 16]));
         assert!(read_punch(&punch(&[3; 16])[..17]).is_none());
     }

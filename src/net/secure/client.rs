@@ -90,6 +90,8 @@ pub(super) struct ClientSide {
     pub server_key: Option<[u8; 32]>,
     /// The key pair this client proves (the configured one, or one made for this socket).
     pub(super) identity: Identity,
+    /// Our own nonce in a relay join: a `Meet` that carries it is the relay's.
+    pub(super) relay_nonce: [u8; 16],
 }
 
 impl SecureSocket {
@@ -100,10 +102,16 @@ impl SecureSocket {
         let now = Instant::now();
         let mut out: Option<Vec<u8>> = None;
         match &mut c.phase {
-            ClientPhase::Start => match c.cfg.relay_code {
+            // (A client that already reached the host straight starts over there.)
+            ClientPhase::Start => match c.cfg.relay_code.filter(|_| c.wire == c.server) {
                 Some(code) => {
                     c.phase = ClientPhase::RelayJoin { sent: now, cookie: [0; 16], unknown: 0 };
-                    out = Some(crate::net::relay::request(crate::net::relay::T_JOIN, &code));
+                    out = Some(crate::net::relay::request_with(
+                        crate::net::relay::T_JOIN,
+                        &code,
+                        &[0; 16],
+                        &c.relay_nonce,
+                    ));
                 }
                 None => {
                     c.phase = ClientPhase::Init { sent: now };
@@ -113,10 +121,11 @@ impl SecureSocket {
             ClientPhase::RelayJoin { sent, cookie, .. } if now.duration_since(*sent) > RETRY => {
                 *sent = now;
                 let cookie = *cookie;
+                let nonce = c.relay_nonce;
                 out = c
                     .cfg
                     .relay_code
-                    .map(|code| crate::net::relay::request_with(crate::net::relay::T_JOIN, &code, &cookie));
+                    .map(|code| crate::net::relay::request_with(crate::net::relay::T_JOIN, &code, &cookie, &nonce));
             }
             ClientPhase::Punch(p) if p.over(now) => {
                 tracing::info!("the host could not be reached straight (a router in the way allows no punching): playing through the relay");
@@ -172,13 +181,14 @@ impl SecureSocket {
             if let Some(k) = read_cookie(data) {
                 // Our address proven: join again at once, with the cookie.
                 *cookie = k;
-                self.raw_send(from, &request_with(T_JOIN, &code, &k));
+                let nonce = c.relay_nonce;
+                self.raw_send(from, &request_with(T_JOIN, &code, &k, &nonce));
                 return None;
             }
             // Joined, with the host's address to punch towards (proven the relay's by our
-            // own cookie).
+            // own nonce, which we sent to the relay alone).
             if let Some((proof, token, peer)) = crate::net::relay::read_meet(data) {
-                if *cookie != [0; 16] && constant_time_eq(&proof, cookie) {
+                if constant_time_eq(&proof, &c.relay_nonce) && crate::net::relay::may_punch(peer, from) {
                     let mut p = crate::net::relay::Punching::new(peer, token, now);
                     p.send_due(&self.inner, now, true);
                     if let Side::Client(c) = &mut self.side {

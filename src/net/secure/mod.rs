@@ -463,6 +463,7 @@ impl SecureSocket {
             queue: VecDeque::new(),
             server_key: None,
             identity,
+            relay_nonce: crate::net::relay::new_nonce(),
         };
         Ok(Self::with(inner, Side::Client(Box::new(side))))
     }
@@ -526,15 +527,13 @@ impl SecureSocket {
             if let Some(link) = s.cfg.relay.clone().filter(|_| from_relay) {
                 if let Some(cookie) = crate::net::relay::read_cookie(data) {
                     // Our address proven: register again at once, with the cookie.
-                    if cookie != s.relay_cookie {
-                        s.relay_cookie_prev = s.relay_cookie;
-                        s.relay_cookie = cookie;
-                    }
+                    s.relay_cookie = cookie;
                     let code = link.code();
                     let p = crate::net::relay::request_with(
                         crate::net::relay::T_REGISTER,
                         &code.unwrap_or([0; 6]),
                         &cookie,
+                        &s.relay_nonce,
                     );
                     let to = reachable_from(&self.inner, link.addr);
                     let _ = self.inner.send_to(&p, to);
@@ -562,13 +561,11 @@ impl SecureSocket {
                         }
                     }
                     // A friend introduced: punch towards it for a while (proven the
-                    // relay's by our own cookie, which an off-path forger cannot know, so
-                    // nobody can make us send to a third party).
+                    // relay's by our own nonce, which we sent to the relay alone, so
+                    // nobody off the path can make us send to a third party).
                     (Some(&crate::net::relay::T_MEET), _) => {
-                        let meet = crate::net::relay::read_meet(data).filter(|(proof, _, _)| {
-                            s.relay_cookie != [0; 16]
-                                && (constant_time_eq(proof, &s.relay_cookie)
-                                    || constant_time_eq(proof, &s.relay_cookie_prev))
+                        let meet = crate::net::relay::read_meet(data).filter(|(proof, _, peer)| {
+                            constant_time_eq(proof, &s.relay_nonce) && crate::net::relay::may_punch(*peer, link.addr)
                         });
                         let Some((_, token, peer)) = meet else {
                             self.stats.garbage += 1;
@@ -871,6 +868,67 @@ mod tests {
         let mut out = [0u8; 64];
         assert_eq!(keys.open(&refuse, &mut out).ok(), Some(1));
         assert_eq!(out[0], server::REFUSE_WRONG_PASSWORD);
+    }
+
+    /// A host behind a relay punches only towards a friend the relay introduced with the
+    /// host's own nonce (sent to the relay alone): a forged introduction, even with a
+    /// cookie that claims to be the relay's, makes it send nothing anywhere; it answers a
+    /// punch only with the right token, from the introduced address.
+    #[test]
+    fn a_host_punches_only_where_its_relay_sent_it() {
+        use crate::net::relay;
+        let sock = || {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(150))).unwrap();
+            s
+        };
+        let (fake_relay, victim, friend) = (sock(), sock(), sock());
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.set_nonblocking(true).unwrap();
+        let host = udp.local_addr().unwrap();
+        let link = relay::RelayLink::new(fake_relay.local_addr().unwrap());
+        let cfg = ServerSecurity { relay: Some(link), ..ServerSecurity::new(Identity::generate().unwrap()) };
+        let mut server = SecureSocket::server(udp, cfg).unwrap();
+        let recv = |s: &UdpSocket| {
+            let mut b = [0u8; 128];
+            s.recv_from(&mut b).ok().map(|(n, from)| (b[..n].to_vec(), from))
+        };
+        // The host registers; its Register carries its nonce.
+        std::thread::sleep(Duration::from_millis(30));
+        server.server_expire();
+        let (register, _) = recv(&fake_relay).expect("a registration");
+        assert_eq!(register[0], relay::T_REGISTER);
+        let nonce: [u8; 16] = register[24..40].try_into().unwrap();
+        assert_ne!(nonce, [0; 16]);
+        let mut step = |from: &UdpSocket, p: &[u8]| {
+            from.send_to(p, host).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            server.drain(Duration::from_millis(50)).unwrap();
+            server.server_expire();
+        };
+        // Forged: a cookie "from the relay", then an introduction proven by it; and one
+        // proven by zeros.
+        step(&fake_relay, &[relay::T_COOKIE, relay::VERSION, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9]);
+        let _ = recv(&fake_relay);
+        let v = victim.local_addr().unwrap();
+        step(&fake_relay, &relay::meet(&[9; 16], &[1; 16], v));
+        step(&fake_relay, &relay::meet(&[0; 16], &[1; 16], v));
+        assert!(recv(&victim).is_none(), "nothing is sent to an address a forger named");
+        // The relay's own introduction: punches go to the friend.
+        let f = friend.local_addr().unwrap();
+        step(&fake_relay, &relay::meet(&nonce, &[2; 16], f));
+        let (p, _) = recv(&friend).expect("a punch");
+        assert_eq!(relay::read_punch(&p), Some([2; 16]));
+        // A punch with another token is not answered; the right one is, to where it came
+        // from (another port of the introduced address here: the host's own punches go
+        // to the friend's).
+        let other = sock();
+        step(&other, &relay::punch(&[3; 16]));
+        assert!(recv(&other).is_none(), "a wrong token is not answered");
+        step(&other, &relay::punch(&[2; 16]));
+        let (p, _) = recv(&other).expect("the right token is answered");
+        assert_eq!(relay::read_punch(&p), Some([2; 16]));
+        assert!(recv(&victim).is_none());
     }
 
     #[test]

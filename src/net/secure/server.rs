@@ -159,8 +159,8 @@ pub(super) struct ServerSide {
     /// gave us to prove our address.
     pub(super) relay_sent: Option<Instant>,
     pub(super) relay_cookie: [u8; 16],
-    /// The cookie before it (a `Meet` sent as the relay changed it still proves itself).
-    pub(super) relay_cookie_prev: [u8; 16],
+    /// Our own nonce in every registration: a `Meet` that carries it is the relay's.
+    pub(super) relay_nonce: [u8; 16],
     /// The relay said it has no room (logged once).
     pub(super) relay_full: bool,
     /// Friends the relay introduced, whom we punch towards for a while.
@@ -184,7 +184,7 @@ impl ServerSide {
             logged_full: HashMap::new(),
             relay_sent: None,
             relay_cookie: [0; 16],
-            relay_cookie_prev: [0; 16],
+            relay_nonce: crate::net::relay::new_nonce(),
             relay_full: false,
             punching: Vec::new(),
         }
@@ -707,6 +707,7 @@ impl SecureSocket {
                     crate::net::relay::T_REGISTER,
                     &code.unwrap_or([0; 6]),
                     &s.relay_cookie,
+                    &s.relay_nonce,
                 );
                 let to = self.reachable(link.addr);
                 let _ = self.inner.send_to(&p, to);
