@@ -4,7 +4,7 @@
 //! it and both see each other; with no display a windowed run fails at once, clearly.
 
 mod common;
-use common::free_port;
+use common::{free_port, xvfb, Xvfb};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -184,74 +184,6 @@ fn alsa_null_child() {
 }
 
 // ---------------------------------------------------------------- windows under Xvfb
-
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        // SIGTERM first: Xvfb then removes its lock and socket, leaving the number clean.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(2) {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Display numbers are picked one test at a time.
-static DISPLAY_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn xvfb() -> Xvfb {
-    let _guard = DISPLAY_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    for n in 90..120 {
-        // A lock whose server is gone (killed earlier) is stale: clear it and reuse the number.
-        let lock = format!("/tmp/.X{n}-lock");
-        let pid = std::fs::read_to_string(&lock).ok().and_then(|s| s.trim().parse::<u32>().ok());
-        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
-            let _ = std::fs::remove_file(&lock);
-            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
-        }
-        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() || Path::new(&lock).exists() {
-            continue;
-        }
-        let display = format!(":{n}");
-        let err_path = std::env::temp_dir().join(format!("hailfire-xvfb-{n}-{}.log", std::process::id()));
-        let mut child = Command::new("Xvfb")
-            .args([display.as_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&err_path).map(Stdio::from).unwrap_or_else(|_| Stdio::null()))
-            .spawn()
-            .expect("Xvfb is needed for the window tests (apt-get install xvfb)");
-        // Up: its socket is there. An Xvfb that exits (the number is taken in a way the
-        // files above do not show) or is slow past 20 s is passed over for the next number.
-        let start = Instant::now();
-        let up = loop {
-            if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
-                break true;
-            }
-            if matches!(child.try_wait(), Ok(Some(_))) || start.elapsed() > Duration::from_secs(20) {
-                let _ = child.kill();
-                let _ = child.wait();
-                break false;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        if up {
-            return Xvfb { child, display };
-        }
-        let said = std::fs::read_to_string(&err_path).unwrap_or_default();
-        eprintln!("Xvfb on {display} did not start, trying the next number: {}", said.trim());
-    }
-    panic!("no free X display number (90..120)");
-}
 
 struct Game {
     child: Child,

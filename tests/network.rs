@@ -356,6 +356,82 @@ fn a_friend_outside_reaches_a_home_server_only_through_the_mapping_upnp_or_nat_p
     }
 }
 
+/// Host and play, in a window, at home behind the router that runs miniupnpd: the game
+/// asks the router by itself, says where friends join (in its terminal, and on screen),
+/// a friend outside joins there and plays, and the forward is gone once the game quits.
+#[test]
+fn host_and_play_at_home_opens_the_router_and_says_where_friends_join() {
+    let Some(mut home) = Home::new() else { return };
+    if Command::new("Xvfb").arg("-help").output().is_err() {
+        eprintln!("SKIPPED: Xvfb is not installed (apt install xvfb)");
+        return;
+    }
+    home.start_upnpd(true, false);
+    let x = common::xvfb();
+    let cfg = home.dir.path().join("game");
+    let friend = home.dir.path().join("friend");
+    for d in [&cfg, &friend, &cfg.join("xdg")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // A relay on the internet, which the host also registers with (Settings > Network).
+    let relay_log = friend.join("relay.log");
+    let mut relay = home
+        .ns
+        .cmd(FRIEND, &friend)
+        .args(["relay", "--bind", "11.77.0.2:24700", "--exit-after", "40"])
+        .env("HAILFIRE_LOG_FILE", &relay_log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&relay_log, &|s| s.contains("relay listening"), 10);
+    // The settings a player has after choosing a name and a relay: the rest as it comes.
+    std::fs::write(cfg.join("settings.toml"), "name = \"Hosty\"\nrelay = \"11.77.0.2\"\n").unwrap();
+    let said = cfg.join("stdout.txt");
+    let mut game = home
+        .ns
+        .cmd(HOME, &cfg)
+        .args(["--host", "--quit-after", "25"])
+        .env("DISPLAY", &x.display)
+        .env("XDG_RUNTIME_DIR", cfg.join("xdg"))
+        .env("HAILFIRE_LOG_FILE", cfg.join("game.log"))
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::fs::File::create(&said).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let both = |l: &str| l.contains("over the internet at 11.77.0.1:24680") && l.contains("through the relay: ");
+    let s = wait_for(&said, &|s| s.lines().any(both), 60);
+    let line = s.lines().find(|l| both(l)).unwrap();
+    assert!(
+        line.contains("(opened by UPnP)") && line.contains("friends on your network join at 10.88.1.2:24680"),
+        "{line}"
+    );
+    let join_code = line.split("through the relay: ").nth(1).unwrap()[..6].to_string();
+    assert!(line.contains(&format!("{join_code}@11.77.0.2 ")), "the relay as it was typed: {line}");
+    assert!(home.forwards().contains("24680"), "the router forwards it: {}", home.forwards());
+    let (code, out) = bot(&home.ns, FRIEND, &friend, "11.77.0.1:24680", "friend", "3");
+    assert_eq!(code, 0, "the friend joins the hosted game through the mapping: {out}");
+    let (rc, out) = bot(&home.ns, FRIEND, &friend, &format!("{join_code}@11.77.0.2"), "byrelay", "2");
+    assert_eq!(rc, 0, "and by the relay's code: {out}");
+    // What the host sees (kept for a look: HAILFIRE_SHOT_DIR).
+    let shot = cfg.join("hosting.png");
+    let ok = Command::new("import").args(["-display", &x.display, "-window", "root"]).arg(&shot).status();
+    if let (Ok(st), Ok(dir)) = (ok, std::env::var("HAILFIRE_SHOT_DIR")) {
+        if st.success() {
+            let _ = std::fs::copy(&shot, Path::new(&dir).join("host-and-play-at-home.png"));
+        }
+    }
+    let start = Instant::now();
+    while game.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the game did not quit");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!home.forwards().contains("24680"), "gone when the game quits: {}", home.forwards());
+    let _ = relay.kill();
+    let _ = relay.wait();
+}
+
 /// The rules of a home router that lets its network out (masquerading) and nothing in but
 /// answers.
 fn masquerading_router(lan: &str, wan: &str, net: &str) -> String {

@@ -208,6 +208,8 @@ impl<T: Transport> Session<T> {
         let note = self.join_line.as_ref().and_then(|l| l.find(" (port ").map(|i| l[i..].to_string()));
         self.host_info = Some(host_info_line(s));
         self.join_line = Some(join_line_for(s) + note.as_deref().unwrap_or(""));
+        // Said in the terminal too, as it changes (the router's answer, the relay's code).
+        println!("hailfire: {}", self.host_info.as_deref().unwrap_or(""));
     }
 
     pub fn new(client: Client<T>, server: Option<ListenServer>) -> Session<T> {
@@ -1023,6 +1025,7 @@ impl Session {
                 l.push_str(&format!(" (port {port} was taken, another game?)"));
             }
         }
+        println!("hailfire: {}", s.host_info.as_deref().unwrap_or(""));
         Ok(s)
     }
 
