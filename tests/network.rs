@@ -360,6 +360,7 @@ fn a_friend_outside_reaches_a_home_server_only_through_the_mapping_upnp_or_nat_p
 /// asks the router by itself, says where friends join (in its terminal, and on screen),
 /// a friend outside joins there and plays, and the forward is gone once the game quits.
 #[test]
+#[cfg(unix)]
 fn host_and_play_at_home_opens_the_router_and_says_where_friends_join() {
     let Some(mut home) = Home::new() else { return };
     if Command::new("Xvfb").arg("-help").output().is_err() {

@@ -284,6 +284,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn every_listener_on_this_machine_hears_a_loopback_server() {
         // A port of our own (not $HAILFIRE_ANNOUNCE_PORT, which other tests may move).
         let to = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -28,7 +28,8 @@ pub enum Status {
 /// One mapping that worked, and how to renew and remove it.
 enum Held {
     Pmp { gateway: Ipv4Addr, internal_port: u16 },
-    Upnp { gateway: Box<igd_next::Gateway>, external_port: u16, local: SocketAddr },
+    /// `permanent`: the router takes only mappings without an end (renewed so).
+    Upnp { gateway: Box<igd_next::Gateway>, external_port: u16, local: SocketAddr, permanent: bool },
 }
 
 pub struct PortMapper {
@@ -123,16 +124,16 @@ fn run(port: u16, status: &Mutex<Status>, stop: &AtomicBool) {
 fn map(port: u16, held: Option<&Held>, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
     let pmp_first = !matches!(held, Some(Held::Upnp { .. }));
     // A renewal asks for the outside port it has (a port first given instead of ours).
-    let want = match held {
-        Some(Held::Upnp { external_port, .. }) => *external_port,
-        _ => port,
+    let (want, permanent) = match held {
+        Some(Held::Upnp { external_port, permanent, .. }) => (*external_port, *permanent),
+        _ => (port, false),
     };
     let mut why = Vec::new();
     for pmp in if pmp_first { [true, false] } else { [false, true] } {
         if stop.load(Ordering::Relaxed) {
             return Err("stopped".into());
         }
-        let r = if pmp { map_pmp(port) } else { map_upnp(port, want, stop) };
+        let r = if pmp { map_pmp(port) } else { map_upnp(port, want, permanent, stop) };
         match r {
             Ok(x) => return Ok(x),
             Err(e) => why.push(e),
@@ -175,7 +176,7 @@ fn map_pmp(port: u16) -> Result<(Held, SocketAddr, &'static str), String> {
     Ok((Held::Pmp { gateway, internal_port: port }, external, "NAT-PMP"))
 }
 
-fn map_upnp(port: u16, want: u16, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
+fn map_upnp(port: u16, want: u16, permanent: bool, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
     let mut opts = igd_next::SearchOptions::default();
     opts.timeout = Some(Duration::from_secs(3));
     opts.single_search_timeout = Some(Duration::from_secs(3));
@@ -204,21 +205,21 @@ fn map_upnp(port: u16, want: u16, stop: &AtomicBool) -> Result<(Held, SocketAddr
             },
         }
     };
-    let external_port = match add(LEASE.as_secs() as u32) {
-        Ok(p) => p,
+    let refused = |(_, e): (bool, String)| if e.is_empty() { "UPnP: the router refused every lease".into() } else { e };
+    let (external_port, permanent) = match add(if permanent { 0 } else { LEASE.as_secs() as u32 }) {
+        Ok(p) => (p, permanent),
         // Some routers take only mappings without an end (UPnP error 725): one of those,
         // which this game removes when it stops (and renews all the same).
-        Err((true, _)) => {
-            let p = add(0)
-                .map_err(|(_, e)| if e.is_empty() { "UPnP: the router refused every lease".into() } else { e })?;
+        Err((true, _)) if !permanent => {
+            let p = add(0).map_err(refused)?;
             tracing::info!("the router gives only permanent UPnP mappings: this one is removed when the game stops");
-            p
+            (p, true)
         }
-        Err((false, e)) => return Err(e),
+        Err(e) => return Err(refused(e)),
     };
     let external = SocketAddr::new(public, external_port);
     warn_if_not_public(external);
-    Ok((Held::Upnp { gateway: Box::new(gateway), external_port, local }, external, "UPnP"))
+    Ok((Held::Upnp { gateway: Box::new(gateway), external_port, local, permanent }, external, "UPnP"))
 }
 
 /// Whether friends on the internet could reach `ip`: not a private, shared (carrier-grade
@@ -257,7 +258,7 @@ fn unmap(h: &Held) {
             }
             tracing::info!("removed the NAT-PMP port mapping");
         }
-        Held::Upnp { gateway, external_port, local } => {
+        Held::Upnp { gateway, external_port, local, .. } => {
             match gateway.remove_port(igd_next::PortMappingProtocol::UDP, *external_port) {
                 Ok(()) => tracing::info!(%local, "removed the UPnP port mapping"),
                 Err(e) => tracing::warn!("could not remove the UPnP port mapping: {e}"),

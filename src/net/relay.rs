@@ -248,7 +248,13 @@ pub fn meet(proof: &[u8; 16], token: &[u8; 16], peer: SocketAddr) -> Vec<u8> {
     p
 }
 
-/// `(proof, token, peer)` of a `Meet`.
+/// The proof of anything shaped like a `Meet` (whatever address it names).
+pub fn meet_proof(d: &[u8]) -> Option<[u8; 16]> {
+    (d.len() == MEET_LEN && d[0] == T_MEET && d[1] == VERSION).then(|| d[2..18].try_into().expect("16 bytes"))
+}
+
+/// `(proof, token, peer)` of a `Meet` whose address can be punched (None: not a Meet, or
+/// one naming an address nobody should be sent to).
 pub fn read_meet(d: &[u8]) -> Option<([u8; 16], [u8; 16], SocketAddr)> {
     if d.len() != MEET_LEN || d[0] != T_MEET || d[1] != VERSION {
         return None;
@@ -371,7 +377,8 @@ impl RelayLink {
 
     /// The relay `text` names (`HOST[:PORT]`, port 24700 by default), resolved to an
     /// address a server bound to `bind` can send to: an IPv4 one for a server on an IPv4
-    /// address, whichever the name gives first for a dual-stack one.
+    /// address, an IPv6 one for a server on one IPv6 address, whichever the name gives
+    /// first for a dual-stack one (`[::]`).
     pub fn resolve(text: &str, bind: SocketAddr) -> Result<RelayLink, String> {
         use std::net::ToSocketAddrs;
         let text = text.trim();
@@ -384,10 +391,16 @@ impl RelayLink {
                 with_port.to_socket_addrs().map_err(|e| format!("cannot find the relay {text:?}: {e}"))?.collect()
             }
         };
-        let ipv4_only = bind.is_ipv4();
-        let addr = found.iter().find(|a| !ipv4_only || a.ip().to_canonical().is_ipv4()).copied().ok_or_else(|| {
+        let (v4, v6) = match bind {
+            SocketAddr::V4(_) => (true, false),
+            SocketAddr::V6(b) if b.ip().is_unspecified() => (true, true),
+            SocketAddr::V6(_) => (false, true),
+        };
+        let reachable = |a: &&SocketAddr| if a.ip().to_canonical().is_ipv4() { v4 } else { v6 };
+        let addr = found.iter().find(reachable).copied().ok_or_else(|| {
+            let (has, only) = if v4 { ("IPv4", "IPv4") } else { ("IPv6", "one IPv6 address") };
             format!(
-                "the relay {text:?} has no IPv4 address, and this server listens on IPv4 only ({bind}); \
+                "the relay {text:?} has no {has} address, and this server listens on {only} ({bind}); \
                  listen on [::] or use another relay"
             )
         })?;
@@ -686,8 +699,11 @@ impl Relay {
         let host = self.hosts.get(&code).map(|h| (h.addr, h.nonce));
         let session = self.sessions.get_mut(&friend);
         let (Some((host, host_nonce)), Some(s)) = (host, session) else { return };
-        let same_family = host.ip().to_canonical().is_ipv4() == friend.ip().to_canonical().is_ipv4();
-        if !self.limits.introduce || !same_family || nonce == [0; 16] || host_nonce == [0; 16] {
+        let (h, f) = (host.ip().to_canonical(), friend.ip().to_canonical());
+        // Of one family, and of one scope (a host on the relay's own machine cannot be
+        // punched from elsewhere).
+        let same_kind = h.is_ipv4() == f.is_ipv4() && h.is_loopback() == f.is_loopback();
+        if !self.limits.introduce || !same_kind || nonce == [0; 16] || host_nonce == [0; 16] {
             return self.send(friend, &answer(T_JOINED, &code));
         }
         let sid = s.sid;
@@ -876,6 +892,8 @@ mod tests {
         assert_eq!(RelayLink::resolve("localhost:9000", any).unwrap().name, "localhost:9000");
         assert_eq!(RelayLink::resolve("[2001:db8::1]:24700", any).unwrap().name, "[2001:db8::1]");
         assert!(RelayLink::resolve("2001:db8::1", v4).unwrap_err().contains("no IPv4 address"));
+        let one_v6: SocketAddr = "[2001:db8::5]:24680".parse().unwrap();
+        assert!(RelayLink::resolve("192.0.2.1", one_v6).unwrap_err().contains("no IPv6 address"));
         assert!(RelayLink::resolve("", any).is_err());
         for sid in [1u32, 65_537, u32::MAX] {
             assert_eq!(session_of(virtual_addr(sid)), Some(sid));

@@ -162,11 +162,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// An Xvfb server of its own for a window test, stopped when dropped.
+#[cfg(unix)]
 pub struct Xvfb {
     pub child: std::process::Child,
     pub display: String,
 }
 
+#[cfg(unix)]
 impl Drop for Xvfb {
     fn drop(&mut self) {
         // SIGTERM first: Xvfb then removes its lock and socket, leaving the number clean.
@@ -186,6 +188,7 @@ impl Drop for Xvfb {
 /// Display numbers are picked one test at a time.
 static DISPLAY_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+#[cfg(unix)]
 pub fn xvfb() -> Xvfb {
     let _guard = DISPLAY_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for n in 90..120 {

@@ -186,16 +186,27 @@ impl SecureSocket {
                 return None;
             }
             // Joined, with the host's address to punch towards (proven the relay's by our
-            // own nonce, which we sent to the relay alone).
-            if let Some((proof, token, peer)) = crate::net::relay::read_meet(data) {
-                if constant_time_eq(&proof, &c.relay_nonce) && crate::net::relay::may_punch(peer, from) {
-                    let mut p = crate::net::relay::Punching::new(peer, token, now);
-                    p.send_due(&self.inner, now, true);
-                    if let Side::Client(c) = &mut self.side {
-                        c.phase = ClientPhase::Punch(p);
-                    }
-                } else {
+            // own nonce, which we sent to the relay alone). An address we would not punch
+            // (this machine's loopback, seen from a relay elsewhere): joined all the same,
+            // through the relay.
+            if let Some(proof) = crate::net::relay::meet_proof(data) {
+                if !constant_time_eq(&proof, &c.relay_nonce) {
                     self.stats.count(Drop::Bad);
+                    return None;
+                }
+                let usable = crate::net::relay::read_meet(data).filter(|m| crate::net::relay::may_punch(m.2, from));
+                match usable {
+                    Some((_, token, peer)) => {
+                        let mut p = crate::net::relay::Punching::new(peer, token, now);
+                        p.send_due(&self.inner, now, true);
+                        if let Side::Client(c) = &mut self.side {
+                            c.phase = ClientPhase::Punch(p);
+                        }
+                    }
+                    None => {
+                        c.phase = ClientPhase::Init { sent: now };
+                        self.raw_send(from, &init_packet());
+                    }
                 }
                 return None;
             }

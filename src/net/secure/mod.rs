@@ -565,7 +565,8 @@ impl SecureSocket {
                     // nobody off the path can make us send to a third party).
                     (Some(&crate::net::relay::T_MEET), _) => {
                         let meet = crate::net::relay::read_meet(data).filter(|(proof, _, peer)| {
-                            constant_time_eq(proof, &s.relay_nonce) && crate::net::relay::may_punch(*peer, link.addr)
+                            (constant_time_eq(proof, &s.relay_nonce) || constant_time_eq(proof, &s.relay_nonce_prev))
+                                && crate::net::relay::may_punch(*peer, link.addr)
                         });
                         let Some((_, token, peer)) = meet else {
                             self.stats.garbage += 1;
@@ -929,6 +930,36 @@ mod tests {
         let (p, _) = recv(&other).expect("the right token is answered");
         assert_eq!(relay::read_punch(&p), Some([2; 16]));
         assert!(recv(&victim).is_none());
+    }
+
+    /// A friend joining by code: introduced to a host at an address it will not punch
+    /// (link-local here), it is joined all the same and starts its handshake through the
+    /// relay, rather than asking the relay again forever.
+    #[test]
+    fn a_friend_introduced_to_an_address_it_will_not_punch_plays_through_the_relay() {
+        use crate::net::relay;
+        let fake_relay = UdpSocket::bind("127.0.0.1:0").unwrap();
+        fake_relay.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let r = fake_relay.local_addr().unwrap();
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.set_nonblocking(true).unwrap();
+        let cfg = ClientSecurity { relay_code: Some(*b"AB3CD4"), ..ClientSecurity::trusting() };
+        let mut client = SecureSocket::client(udp, r, cfg).unwrap();
+        let mut next = |client: &mut SecureSocket| {
+            client.client_tick();
+            let mut b = [0u8; 128];
+            let (n, from) = fake_relay.recv_from(&mut b).expect("the client says something");
+            (b[..n].to_vec(), from)
+        };
+        let (join, from) = next(&mut client);
+        assert_eq!((join[0], join.len()), (relay::T_JOIN, relay::REQUEST_LEN));
+        let nonce: [u8; 16] = join[24..40].try_into().unwrap();
+        let meet = relay::meet(&nonce, &[4; 16], "169.254.7.7:24680".parse().unwrap());
+        fake_relay.send_to(&meet, from).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        client.drain(Duration::from_millis(50)).unwrap();
+        let (init, _) = next(&mut client);
+        assert_eq!((init[0], init.len()), (T_INIT, INIT_LEN), "the handshake begins, through the relay");
     }
 
     #[test]

@@ -159,8 +159,10 @@ pub(super) struct ServerSide {
     /// gave us to prove our address.
     pub(super) relay_sent: Option<Instant>,
     pub(super) relay_cookie: [u8; 16],
-    /// Our own nonce in every registration: a `Meet` that carries it is the relay's.
+    /// Our own nonce in every registration (a new one each keepalive, and the one
+    /// before): a `Meet` that carries either is the relay's.
     pub(super) relay_nonce: [u8; 16],
+    pub(super) relay_nonce_prev: [u8; 16],
     /// The relay said it has no room (logged once).
     pub(super) relay_full: bool,
     /// Friends the relay introduced, whom we punch towards for a while.
@@ -185,6 +187,7 @@ impl ServerSide {
             relay_sent: None,
             relay_cookie: [0; 16],
             relay_nonce: crate::net::relay::new_nonce(),
+            relay_nonce_prev: crate::net::relay::new_nonce(),
             relay_full: false,
             punching: Vec::new(),
         }
@@ -703,6 +706,10 @@ impl SecureSocket {
             let every = if code.is_some() { crate::net::relay::KEEPALIVE } else { Duration::from_secs(1) };
             if s.relay_sent.is_none_or(|t| now.duration_since(t) >= every) {
                 s.relay_sent = Some(now);
+                // A new nonce with each keepalive (the last one still proves a Meet sent
+                // meanwhile): one seen on the path is good for seconds, not for the game.
+                s.relay_nonce_prev = s.relay_nonce;
+                s.relay_nonce = crate::net::relay::new_nonce();
                 let p = crate::net::relay::request_with(
                     crate::net::relay::T_REGISTER,
                     &code.unwrap_or([0; 6]),
