@@ -27,9 +27,17 @@ pub enum Status {
 
 /// One mapping that worked, and how to renew and remove it.
 enum Held {
-    Pmp { gateway: Ipv4Addr, internal_port: u16 },
+    Pmp {
+        gateway: Ipv4Addr,
+        internal_port: u16,
+    },
     /// `permanent`: the router takes only mappings without an end (renewed so).
-    Upnp { gateway: Box<igd_next::Gateway>, external_port: u16, local: SocketAddr, permanent: bool },
+    Upnp {
+        gateway: Box<igd_next::Gateway>,
+        external_port: u16,
+        local: SocketAddr,
+        permanent: bool,
+    },
 }
 
 pub struct PortMapper {
@@ -176,7 +184,12 @@ fn map_pmp(port: u16) -> Result<(Held, SocketAddr, &'static str), String> {
     Ok((Held::Pmp { gateway, internal_port: port }, external, "NAT-PMP"))
 }
 
-fn map_upnp(port: u16, want: u16, permanent: bool, stop: &AtomicBool) -> Result<(Held, SocketAddr, &'static str), String> {
+fn map_upnp(
+    port: u16,
+    want: u16,
+    permanent: bool,
+    stop: &AtomicBool,
+) -> Result<(Held, SocketAddr, &'static str), String> {
     let mut opts = igd_next::SearchOptions::default();
     opts.timeout = Some(Duration::from_secs(3));
     opts.single_search_timeout = Some(Duration::from_secs(3));
