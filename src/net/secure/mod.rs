@@ -945,7 +945,7 @@ mod tests {
         udp.set_nonblocking(true).unwrap();
         let cfg = ClientSecurity { relay_code: Some(*b"AB3CD4"), ..ClientSecurity::trusting() };
         let mut client = SecureSocket::client(udp, r, cfg).unwrap();
-        let mut next = |client: &mut SecureSocket| {
+        let next = |client: &mut SecureSocket| {
             client.client_tick();
             let mut b = [0u8; 128];
             let (n, from) = fake_relay.recv_from(&mut b).expect("the client says something");
