@@ -195,6 +195,57 @@ fn a_server_on_a_random_port_is_listed_across_a_lan_and_plays_over_ipv4_and_a_ul
     finish(srv);
 }
 
+/// Networks with no IPv4 at all: a server on two of them is found by its announcements
+/// (to `ff02::1` on each link) from both, asked for its status and joined, all over IPv6.
+#[test]
+fn on_ipv6_only_lans_a_server_is_listed_on_each_queried_and_joined() {
+    let Some(ns) = Namespaces::new("six", 3) else { return };
+    ns.link(0, 1).expect("a veth pair between the first two");
+    for (i, a) in [(0usize, "10.77.0.1/24"), (1, "10.77.0.2/24")] {
+        let dev = format!("v{}", &ns.name(i)[2..]);
+        sh(&format!("ip -n {} addr del {a} dev {dev}", ns.name(i))).expect("IPv4 removed");
+    }
+    // A second link from the server's machine, to the third.
+    let (n0, n2) = (ns.name(0), ns.name(2));
+    sh(&format!(
+        "ip link add s{a} netns {n0} type veth peer name s{b} netns {n2} && \
+         ip -n {n0} addr add fd78::1/64 dev s{a} nodad && ip -n {n2} addr add fd78::2/64 dev s{b} nodad && \
+         ip -n {n0} link set s{a} up && ip -n {n2} link set s{b} up",
+        a = &n0[2..],
+        b = &n2[2..]
+    ))
+    .expect("a second link");
+    let dc = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&db).unwrap();
+    let port = 33000 + (std::process::id() % 2000) as u16;
+    let (srv, log) = server(&ns, 0, &da, &format!("[::]:{port}"), "15");
+    let out = ns.cmd(1, &db).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let listed =
+        text.lines().find(|l| l.contains(&format!("]:{port}"))).unwrap_or_else(|| panic!("listed over IPv6: {text}"));
+    assert!(!listed.contains("10.77."), "{listed}");
+    // The address it was listed at is one a player can join.
+    let at = listed.split_whitespace().find(|w| w.starts_with('[') && w.contains(&format!("]:{port}"))).unwrap();
+    let (code, out) = bot(&ns, 1, &db, at, "sixonly", "2");
+    assert_eq!(code, 0, "joined at {at}: {out}");
+    assert!(read(&log).contains("name=sixonly"));
+    // Heard on the other link too.
+    let out = ns.cmd(2, dc.path()).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let listed = text
+        .lines()
+        .find(|l| l.contains(&format!("]:{port}")))
+        .unwrap_or_else(|| panic!("listed on the second link: {text}"));
+    // (at a link-local address, with its interface)
+    let at = listed.split_whitespace().find(|w| w.starts_with('[') && w.contains(&format!("]:{port}"))).unwrap();
+    let (code, out) = bot(&ns, 2, dc.path(), at, "linklocal", "2");
+    assert_eq!(code, 0, "joined at {at}: {out}");
+    finish(srv);
+}
+
 /// A home network behind a router that masquerades (nftables) and runs miniupnpd, and a
 /// friend on the router's outside. The router's outside address, 11.77.0.1, is a public
 /// one as miniupnpd requires, but it lives only in these namespaces: nothing here has a

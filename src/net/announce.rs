@@ -3,8 +3,9 @@
 //! port scan stays as a fallback, for networks that drop broadcasts).
 //!
 //! Once a second a server sends a 17-byte datagram to UDP port `ANNOUNCE_PORT` on every
-//! IPv4 interface's broadcast address, on the IPv6 all-nodes address (`ff02::1`), and on
-//! this machine's loopback: `"HFan", u8 version 1, u16 game port, u16 protocol, [8] the
+//! IPv4 interface's broadcast address, on the IPv6 all-nodes address (`ff02::1`) of each
+//! IPv6 link, and on this machine's loopback (the interfaces are looked at again every
+//! 30 s): `"HFan", u8 version 1, u16 game port, u16 protocol, [8] the
 //! start of the server's public key` (little-endian). It says nothing a status query
 //! would not, and is no larger than it must be: a listener that hears it asks the server
 //! itself (the status query, with its cookie and budgets) for the name and players.
@@ -18,6 +19,8 @@ use std::time::{Duration, Instant};
 pub const ANNOUNCE_PORT: u16 = 24679;
 /// How often a server announces itself.
 pub const EVERY: Duration = Duration::from_secs(1);
+/// How often it looks again at this machine's networks.
+const REFRESH: Duration = Duration::from_secs(30);
 const MAGIC: &[u8; 4] = b"HFan";
 const VERSION: u8 = 1;
 pub const LEN: usize = 17;
@@ -70,6 +73,10 @@ pub struct Announcer {
     loopback_only: bool,
     /// Where announcements go (`port()`; tests pick their own).
     to_port: u16,
+    /// The IPv4 address the server is bound to (unspecified: all), and when the targets
+    /// were last worked out (interfaces come and go: a laptop joins a network).
+    v4_src: Ipv4Addr,
+    refreshed: Instant,
 }
 
 impl Announcer {
@@ -95,13 +102,24 @@ impl Announcer {
         if let Some(s) = &v6 {
             let _ = s.set_nonblocking(true);
         }
-        let mut a = Announcer { v4, v6, targets: Vec::new(), packet, last: None, loopback_only, to_port };
-        a.refresh_targets(v4_src);
+        let mut a = Announcer {
+            v4,
+            v6,
+            targets: Vec::new(),
+            packet,
+            last: None,
+            loopback_only,
+            to_port,
+            v4_src,
+            refreshed: Instant::now(),
+        };
+        a.refresh_targets();
         a
     }
 
-    fn refresh_targets(&mut self, v4_src: Ipv4Addr) {
-        let p = self.to_port;
+    fn refresh_targets(&mut self) {
+        let (p, v4_src) = (self.to_port, self.v4_src);
+        self.refreshed = Instant::now();
         // Loopback's broadcast address on Linux, where every listener on this machine hears
         // it (a unicast datagram reaches only one of the sockets sharing the port); the
         // loopback address elsewhere.
@@ -117,7 +135,16 @@ impl Announcer {
             if v4_src.is_unspecified() {
                 t.push(SocketAddr::from((Ipv4Addr::BROADCAST, p)));
             }
-            t.push(SocketAddr::from((Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1), p)));
+            // All nodes on each IPv6 link (one datagram with no interface named would
+            // go out on one link only).
+            let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+            let links = ipv6_links();
+            if links.is_empty() {
+                t.push(SocketAddr::from((all_nodes, p)));
+            }
+            for index in links {
+                t.push(SocketAddr::V6(std::net::SocketAddrV6::new(all_nodes, p, 0, index)));
+            }
         }
         t.sort();
         t.dedup();
@@ -129,6 +156,9 @@ impl Announcer {
     pub fn tick(&mut self) {
         if self.last.is_some_and(|t| t.elapsed() < EVERY) {
             return;
+        }
+        if self.refreshed.elapsed() >= REFRESH {
+            self.refresh_targets();
         }
         self.last = Some(Instant::now());
         for t in &self.targets {
@@ -184,6 +214,44 @@ fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
 
 #[cfg(not(unix))]
 fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
+    Vec::new()
+}
+
+/// The index of each interface that is up, not loopback, takes multicast and has an IPv6
+/// address.
+#[cfg(unix)]
+fn ipv6_links() -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list we only read, then free once.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return out;
+        }
+        let mut cur = list;
+        while !cur.is_null() {
+            let i = &*cur;
+            let flags = i.ifa_flags;
+            if !i.ifa_addr.is_null()
+                && (*i.ifa_addr).sa_family as i32 == libc::AF_INET6
+                && flags & libc::IFF_UP as u32 != 0
+                && flags & libc::IFF_MULTICAST as u32 != 0
+                && flags & libc::IFF_LOOPBACK as u32 == 0
+            {
+                let index = libc::if_nametoindex(i.ifa_name);
+                if index != 0 && !out.contains(&index) {
+                    out.push(index);
+                }
+            }
+            cur = i.ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    out
+}
+
+#[cfg(not(unix))]
+fn ipv6_links() -> Vec<u32> {
     Vec::new()
 }
 
