@@ -583,6 +583,7 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     let s = read(&log_r);
     let joined = s.lines().find(|l| l.contains("name=punched")).unwrap_or_else(|| panic!("{s}"));
     assert!(joined.contains("addr=11.77.2.2:"), "the friend came straight, from its router: {joined}\nbot: {out}");
+    assert!(out.contains("route: straight to the host"), "and says so: {out}");
     let (rc, out) = bot(&ns, f, &fd, "ZZZZZZ@11.77.2.1", "nocode", "2");
     assert!(rc != 0 && out.contains("has no game with the code ZZZZZZ"), "{out}");
 
@@ -601,6 +602,7 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     let s = read(&log_r);
     let joined = s.lines().find(|l| l.contains("name=relayed")).unwrap_or_else(|| panic!("{s}"));
     assert!(joined.contains("addr=relay session"), "punching failed, the relay carried the game: {joined}");
+    assert!(out.contains("route: through the relay"), "and says so: {out}");
 
     // A relay that changes one datagram in five: what it changed does not open, and the
     // host's own count says so; what it did not change still makes a game.

@@ -359,6 +359,7 @@ fn boss_fight(content: &Content, dead: bool) -> Fixture {
             down_kbs: 2.9,
             pred_err_px: 0.05,
             lead: 6,
+            route: Some("through the relay"),
         }),
         portals: vec![],
         banner: None,

@@ -900,6 +900,7 @@ impl<T: Transport> Session<T> {
             down_kbs: self.rates.4,
             pred_err_px: c.stats.pred_err_recent,
             lead: c.lead(),
+            route: c.net.route(),
         });
         if self.banner.as_ref().is_some_and(|(_, t)| t.elapsed().as_secs_f32() > 3.0) {
             self.banner = None;

@@ -360,6 +360,9 @@ pub fn run(opts: &BotOptions) -> Vec<BotReport> {
                 told[i].0 = true;
                 let motd = if c.motd.is_empty() { String::new() } else { format!(": {}", c.motd) };
                 println!("bot {}: joined {:?}{motd}", c.name, c.server_name);
+                if let Some(r) = c.net.route().filter(|r| *r != "direct") {
+                    println!("bot {}: route: {r}", c.name);
+                }
                 if let (0, Some((password, commands))) = (i, &opts.admin) {
                     for cmd in commands {
                         c.admin(password, cmd);

@@ -231,6 +231,10 @@ impl Transport for EnetTransport {
         self.host.socket().stuck_at()
     }
 
+    fn route(&self) -> Option<&'static str> {
+        self.host.socket().route()
+    }
+
     fn wait(&mut self, until: std::time::Instant) {
         loop {
             let now = std::time::Instant::now();

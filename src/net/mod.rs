@@ -104,6 +104,11 @@ pub trait Transport {
     fn stuck_at(&self) -> Option<&'static str> {
         None
     }
+    /// Client: how its datagrams reach the server, in words ("direct", "through the
+    /// relay", ...); None where there is no network (the in-process pipe).
+    fn route(&self) -> Option<&'static str> {
+        None
+    }
     /// Idles until `until`. A transport over a socket reads it meanwhile, so a flood
     /// between two ticks empties the socket instead of overflowing its buffer.
     fn wait(&mut self, until: std::time::Instant) {
@@ -150,6 +155,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn stuck_at(&self) -> Option<&'static str> {
         (**self).stuck_at()
+    }
+    fn route(&self) -> Option<&'static str> {
+        (**self).route()
     }
 }
 

@@ -12,6 +12,8 @@ pub struct NetOverlay {
     pub down_kbs: f32,
     pub pred_err_px: f32,
     pub lead: i64,
+    /// How the datagrams go ("direct", "through the relay"; None: this machine).
+    pub route: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -309,7 +311,9 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
         // Under the network overlay when the screen is too narrow for both side by side (a
         // large interface size).
         let left = screen.center().x - w / 2.0;
-        let y = if hud.net.is_some() && left < NET_OVERLAY.right() + 8.0 { NET_OVERLAY.bottom() + 26.0 } else { 30.0 };
+        let below =
+            NET_OVERLAY.bottom() + 26.0 + if hud.net.as_ref().is_some_and(|n| n.route.is_some()) { 16.0 } else { 0.0 };
+        let y = if hud.net.is_some() && left < NET_OVERLAY.right() + 8.0 { below } else { 30.0 };
         let r = Rect::from_min_size(Pos2::new(left, y), EVec2::new(w, 16.0));
         bar(&p, r, *f, Color32::from_rgb(190, 80, 255));
         p.text(
@@ -350,7 +354,14 @@ pub fn draw(ctx: &egui::Context, hud: &HudState) -> Option<HudAction> {
             n.pred_err_px,
             n.lead
         );
-        let r = NET_OVERLAY;
+        let lines = match n.route {
+            Some(r) => format!("{lines}\nroute: {r}"),
+            None => lines,
+        };
+        let mut r = NET_OVERLAY;
+        if n.route.is_some() {
+            r.max.y += 16.0;
+        }
         p.rect_filled(r, 4.0, Color32::from_rgba_unmultiplied(0, 0, 0, 170));
         p.text(
             r.min + EVec2::new(8.0, 6.0),

@@ -665,6 +665,17 @@ impl SecureSocket {
         }
     }
 
+    /// Client: how its datagrams reach the server, in words (None: server side).
+    pub fn route(&self) -> Option<&'static str> {
+        match &self.side {
+            Side::Client(c) if c.cfg.relay_code.is_none() => Some("direct"),
+            Side::Client(c) if c.wire != c.server => Some("straight to the host (the relay introduced you)"),
+            Side::Client(c) if matches!(c.phase, ClientPhase::Ready(_)) => Some("through the relay"),
+            Side::Client(_) => Some("joining through the relay"),
+            Side::Server(_) => None,
+        }
+    }
+
     /// Client: what the handshake got to, in words, when it stopped short of a session
     /// (None: it never heard the server, or it has a session).
     pub fn stuck_at(&self) -> Option<&'static str> {
