@@ -530,7 +530,7 @@ fn main() -> ExitCode {
                 None
             } else {
                 match hailfire::net::relay::RelayLink::resolve(&eff.relay, bind) {
-                    Ok(l) => Some(l),
+                    Ok(l) => Some(hailfire::net::relay::RelayLink { hide: eff.relay_hide_address, ..l }),
                     Err(e) => {
                         eprintln!("hailfire: relay = {:?}: {e}", eff.relay);
                         return ExitCode::from(2);

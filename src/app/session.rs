@@ -990,10 +990,11 @@ impl Session {
             None
         } else {
             let bind = std::net::SocketAddr::new(ip, port);
-            Some(
-                crate::net::relay::RelayLink::resolve(&settings.relay, bind)
-                    .map_err(|e| anyhow::anyhow!("the relay in settings: {e}"))?,
-            )
+            Some(crate::net::relay::RelayLink {
+                hide: settings.relay_hide_address,
+                ..crate::net::relay::RelayLink::resolve(&settings.relay, bind)
+                    .map_err(|e| anyhow::anyhow!("the relay in settings: {e}"))?
+            })
         };
         let config = crate::server::ServerConfig {
             relay,

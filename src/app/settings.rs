@@ -212,6 +212,9 @@ pub struct Settings {
     /// When hosting, also take friends through this relay (`hailfire relay`, HOST[:PORT];
     /// empty: none): for a host behind carrier-grade NAT.
     pub relay: String,
+    /// Keep my address from friends who join by code (no straight path: every game goes
+    /// through the relay).
+    pub relay_hide_address: bool,
 }
 
 impl Default for Settings {
@@ -241,6 +244,7 @@ impl Default for Settings {
             record_sessions: false,
             upnp: true,
             relay: String::new(),
+            relay_hide_address: false,
             recent_servers: Vec::new(),
             host_port: crate::protocol::DEFAULT_PORT,
             host_address: "::".into(),
@@ -470,6 +474,7 @@ impl Settings {
                 self.record_sessions = d.record_sessions;
                 self.upnp = d.upnp;
                 self.relay = d.relay.clone();
+                self.relay_hide_address = d.relay_hide_address;
             }
             Section::Accessibility => {
                 self.bullet_outline = d.bullet_outline;

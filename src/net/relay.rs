@@ -7,8 +7,9 @@
 //!
 //! Datagrams (all little-endian; none answered larger than its request):
 //! - `0x30 Register` host->relay: `u8 0x30, u8 version, [6] code (zeros: a new one),
-//!   [16] cookie (zeros at first), [16] nonce`, zero padding to 64 bytes (the nonce:
-//!   random, the sender's own, which the relay gives back only in a `Meet` to it); sent every `KEEPALIVE` (it
+//!   [16] cookie (zeros at first), [16] nonce, u8 flags`, zero padding to 64 bytes (the
+//!   nonce: random, the sender's own, which the relay gives back only in a `Meet` to it;
+//!   flag 1: "keep my address": introduce nobody to this host); sent every `KEEPALIVE` (it
 //!   keeps the host's NAT open too);
 //! - `0x36 Cookie` relay->any: `u8 0x36, u8 version, [16] cookie` (18 bytes): the answer
 //!   to a Register or Join without a valid cookie (a MAC of the sender's address and the
@@ -202,6 +203,17 @@ pub fn request_with(kind: u8, code: &[u8; 6], cookie: &[u8; 16], nonce: &[u8; 16
     p
 }
 
+/// A host's Register: `hide`, introduce nobody to it (friends play through the relay and
+/// never learn its address).
+pub fn register_request(code: &[u8; 6], cookie: &[u8; 16], nonce: &[u8; 16], hide: bool) -> Vec<u8> {
+    let mut p = request_with(T_REGISTER, code, cookie, nonce);
+    p[40] = if hide { FLAG_HIDE } else { 0 };
+    p
+}
+
+/// Register flag: introduce nobody to this host.
+pub const FLAG_HIDE: u8 = 1;
+
 /// A fresh nonce for a host's registrations or a friend's joins.
 pub fn new_nonce() -> [u8; 16] {
     let mut n = [0u8; 16];
@@ -367,12 +379,15 @@ pub struct RelayLink {
     /// The relay as the host typed it (`relay.example.org`, `203.0.113.5:9000`): what
     /// friends are told to type after the code.
     pub name: String,
+    /// Keep this host's address from friends: the relay introduces nobody to it (every
+    /// game goes through the relay).
+    pub hide: bool,
     pub code: std::sync::Arc<std::sync::Mutex<Option<[u8; 6]>>>,
 }
 
 impl RelayLink {
     pub fn new(addr: SocketAddr) -> RelayLink {
-        RelayLink { addr, name: addr.to_string(), code: Default::default() }
+        RelayLink { addr, name: addr.to_string(), hide: false, code: Default::default() }
     }
 
     /// The relay `text` names (`HOST[:PORT]`, port 24700 by default), resolved to an
@@ -411,7 +426,7 @@ impl RelayLink {
             // A bare IPv6 literal: a code and a port would be ambiguous without brackets.
             |n| format!("[{n}]"),
         );
-        Ok(RelayLink { addr, name, code: Default::default() })
+        Ok(RelayLink { addr, name, hide: false, code: Default::default() })
     }
 
     pub fn code(&self) -> Option<[u8; 6]> {
@@ -424,6 +439,8 @@ struct Host {
     last: Instant,
     /// The nonce of its last registration (the proof in a `Meet` for it; zeros: none).
     nonce: [u8; 16],
+    /// It asked to be introduced to nobody.
+    hide: bool,
 }
 
 struct Session {
@@ -579,7 +596,7 @@ impl Relay {
                 let code: [u8; 6] = d[2..8].try_into().expect("6 bytes");
                 let nonce: [u8; 16] = d[24..40].try_into().expect("16 bytes");
                 if kind == T_REGISTER {
-                    self.register(from, code, nonce, now)
+                    self.register(from, code, nonce, d[40] & FLAG_HIDE != 0, now)
                 } else {
                     self.join(from, code, nonce, now)
                 }
@@ -633,15 +650,15 @@ impl Relay {
         }
     }
 
-    fn register(&mut self, from: SocketAddr, asked: [u8; 6], nonce: [u8; 16], now: Instant) {
+    fn register(&mut self, from: SocketAddr, asked: [u8; 6], nonce: [u8; 16], hide: bool, now: Instant) {
         // Its own code again (a keepalive), or a new one.
         if let Some(h) = self.hosts.get_mut(&asked).filter(|h| h.addr == from) {
             h.last = now;
-            h.nonce = nonce;
+            (h.nonce, h.hide) = (nonce, hide);
             return self.send(from, &answer(T_CODE, &asked));
         }
         if let Some((code, h)) = self.hosts.iter_mut().find(|(_, h)| h.addr == from) {
-            h.nonce = nonce;
+            (h.nonce, h.hide) = (nonce, hide);
             let code = *code;
             return self.send(from, &answer(T_CODE, &code));
         }
@@ -655,7 +672,7 @@ impl Relay {
         // took it meanwhile: its friends' "CODE@RELAY" still works.
         let valid = asked.iter().all(|b| ALPHABET.contains(b));
         let code = if valid && !self.hosts.contains_key(&asked) { asked } else { self.new_code() };
-        self.hosts.insert(code, Host { addr: from, last: now, nonce });
+        self.hosts.insert(code, Host { addr: from, last: now, nonce, hide });
         tracing::info!(code = %code_text(&code), host = %canonical(from), "a host registered");
         self.send(from, &answer(T_CODE, &code));
     }
@@ -696,7 +713,11 @@ impl Relay {
     /// and are of one address family (each is then told the other's address, the host at
     /// most once in two seconds for one session), else plainly.
     fn joined(&mut self, friend: SocketAddr, code: [u8; 6], nonce: [u8; 16], now: Instant) {
-        let host = self.hosts.get(&code).map(|h| (h.addr, h.nonce));
+        let host = self.hosts.get(&code).filter(|h| !h.hide).map(|h| (h.addr, h.nonce));
+        if host.is_none() && self.hosts.contains_key(&code) {
+            // A host that keeps its address: plainly joined.
+            return self.send(friend, &answer(T_JOINED, &code));
+        }
         let session = self.sessions.get_mut(&friend);
         let (Some((host, host_nonce)), Some(s)) = (host, session) else { return };
         let (h, f) = (host.ip().to_canonical(), friend.ip().to_canonical());
@@ -835,6 +856,22 @@ mod tests {
         let mut b = [0u8; 128];
         let n = friend.recv(&mut b).unwrap();
         assert_eq!(read_answer(&b[..n]).map(|a| a.0), Some(T_JOINED));
+        // Introducing, but the host asked to keep its address: the friend is plainly
+        // joined, and the host is told nothing.
+        let mut relay = Relay::bind("127.0.0.1:0".parse().unwrap(), Limits::default()).unwrap();
+        let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+        host.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let ha = host.local_addr().unwrap();
+        let cookie = relay.cookie(ha, relay.started.elapsed().as_secs() / 30);
+        relay.packet(ha, &register_request(&[0; 6], &cookie, &[5; 16], true));
+        let mut hb = [0u8; 128];
+        assert_eq!(host.recv(&mut hb).map(|n| hb[0] == T_CODE && n == ANSWER_LEN).ok(), Some(true));
+        let code = *relay.hosts.keys().next().expect("registered");
+        let c = relay.cookie(f, relay.started.elapsed().as_secs() / 30);
+        relay.packet(f, &request_with(T_JOIN, &code, &c, &[6; 16]));
+        let n = friend.recv(&mut b).unwrap();
+        assert_eq!(read_answer(&b[..n]).map(|a| a.0), Some(T_JOINED), "a hidden host: plainly joined");
+        assert!(host.recv(&mut hb).is_err(), "and the host is introduced to nobody");
         // Introducing, but the friend sent no nonce: nobody is introduced.
         let mut relay = Relay::bind("127.0.0.1:0".parse().unwrap(), Limits::default()).unwrap();
         let cookie = relay.cookie(h, relay.started.elapsed().as_secs() / 30);

@@ -44,6 +44,9 @@ pub struct ServerFile {
     pub upnp: bool,
     /// A relay friends may also join through (`hailfire relay`; empty: none).
     pub relay: String,
+    /// Keep this server's address from friends who join by code: the relay introduces
+    /// nobody to it, and every such game goes through the relay.
+    pub relay_hide_address: bool,
 }
 
 impl Default for ServerFile {
@@ -70,6 +73,7 @@ impl Default for ServerFile {
             lan_announce: true,
             upnp: false,
             relay: String::new(),
+            relay_hide_address: false,
         }
     }
 }
@@ -148,7 +152,11 @@ pub fn default_text() -> String {
          # A relay (`hailfire relay`, HOST[:PORT]) friends may also join through, for a\n\
          # server behind carrier-grade NAT that no router can open: the log says the join\n\
          # code, CODE@RELAY. The relay forwards sealed datagrams and can read none.\n\
-         relay = \"\"\n",
+         relay = \"\"\n\n\
+         # By default the relay introduces friends who join by code to this server, so\n\
+         # that they can reach it straight (each learns the other's public address). True:\n\
+         # introduce nobody; every such game goes through the relay.\n\
+         relay_hide_address = false\n",
         d.name,
         d.bind,
         d.max_players,
@@ -275,7 +283,7 @@ impl ServerFile {
         }
         let mods: Vec<String> = shown.mods.iter().map(|m| format!("\"{}\"", m.display())).collect();
         format!(
-            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\nupnp = {}\nrelay = {:?}\n",
+            "name = {:?}\nmotd = {:?}\nbind = {:?}\nmax_players = {}\nmax_spectators = {}\npassword = {:?}\nevent_every = {}\nmods = [{}]\ntrusted_mods = {:?}\nwatch_mods = {}\nlog_level = {:?}\nadmin_password = {:?}\nban_list = {:?}\nstatus_every_s = {}\nthreads = {}\nmax_sessions_per_address = {}\nmetrics_bind = {:?}\nallowlist = {}\nlan_announce = {}\nupnp = {}\nrelay = {:?}\nrelay_hide_address = {}\n",
             shown.name,
             shown.motd,
             shown.bind,
@@ -297,6 +305,7 @@ impl ServerFile {
             shown.lan_announce,
             shown.upnp,
             shown.relay,
+            shown.relay_hide_address,
         )
     }
 }

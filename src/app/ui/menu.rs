@@ -587,6 +587,8 @@ pub fn settings_page(ui: &mut egui::Ui, st: &mut MenuState, s: &mut Settings) ->
                             .add(egui::TextEdit::singleline(&mut s.relay).hint_text("relay.example.org").char_limit(64))
                             .changed();
                         ui.end_row();
+                        changed |=
+                            switch_row(ui, "Keep my address from friends who join by code", &mut s.relay_hide_address);
                     }),
                     Section::Accessibility => grid.show(ui, |ui| {
                         ui.label("Outline around enemy bullets");

@@ -529,11 +529,11 @@ impl SecureSocket {
                     // Our address proven: register again at once, with the cookie.
                     s.relay_cookie = cookie;
                     let code = link.code();
-                    let p = crate::net::relay::request_with(
-                        crate::net::relay::T_REGISTER,
+                    let p = crate::net::relay::register_request(
                         &code.unwrap_or([0; 6]),
                         &cookie,
                         &s.relay_nonce,
+                        link.hide,
                     );
                     let to = reachable_from(&self.inner, link.addr);
                     let _ = self.inner.send_to(&p, to);
@@ -912,6 +912,16 @@ mod tests {
         assert_eq!(register[0], relay::T_REGISTER);
         let nonce: [u8; 16] = register[24..40].try_into().unwrap();
         assert_ne!(nonce, [0; 16]);
+        assert_eq!(register[40], 0, "introductions welcome");
+        // A host that keeps its address says so in every registration.
+        let hidden = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let link = relay::RelayLink { hide: true, ..relay::RelayLink::new(fake_relay.local_addr().unwrap()) };
+        let cfg = ServerSecurity { relay: Some(link), ..ServerSecurity::new(Identity::generate().unwrap()) };
+        let mut other = SecureSocket::server(hidden, cfg).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        other.server_expire();
+        let (r, _) = recv(&fake_relay).expect("a registration");
+        assert_eq!((r[0], r[40]), (relay::T_REGISTER, relay::FLAG_HIDE));
         let mut step = |from: &UdpSocket, p: &[u8]| {
             from.send_to(p, host).unwrap();
             std::thread::sleep(Duration::from_millis(20));

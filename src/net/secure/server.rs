@@ -710,11 +710,11 @@ impl SecureSocket {
                 // meanwhile): one seen on the path is good for seconds, not for the game.
                 s.relay_nonce_prev = s.relay_nonce;
                 s.relay_nonce = crate::net::relay::new_nonce();
-                let p = crate::net::relay::request_with(
-                    crate::net::relay::T_REGISTER,
+                let p = crate::net::relay::register_request(
                     &code.unwrap_or([0; 6]),
                     &s.relay_cookie,
                     &s.relay_nonce,
+                    link.hide,
                 );
                 let to = self.reachable(link.addr);
                 let _ = self.inner.send_to(&p, to);
