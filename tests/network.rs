@@ -602,6 +602,7 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     let s = read(&log_r);
     let joined = s.lines().find(|l| l.contains("name=relayed")).unwrap_or_else(|| panic!("{s}"));
     assert!(joined.contains("addr=relay session"), "punching failed, the relay carried the game: {joined}");
+    assert!(joined.contains(" from 11.77.2.2:"), "the host knows where the relayed friend is: {joined}");
     assert!(out.contains("route: through the relay"), "and says so: {out}");
 
     // A relay that changes one datagram in five: what it changed does not open, and the

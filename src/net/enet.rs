@@ -194,6 +194,11 @@ impl Transport for EnetTransport {
         Some(SocketAddr::new(a.ip().to_canonical(), a.port()))
     }
 
+    fn peer_origin(&self, peer: PeerId) -> Option<SocketAddr> {
+        let a = self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address())?;
+        self.host.socket().origin(a).map(|o| SocketAddr::new(o.ip().to_canonical(), o.port()))
+    }
+
     fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
         // The session is kept under the address as the socket sees it.
         let raw = self.host.get_peer(enet::PeerID(peer as usize)).and_then(|p| p.address());

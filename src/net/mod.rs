@@ -91,6 +91,10 @@ pub trait Transport {
     fn peer_addr(&self, _peer: PeerId) -> Option<std::net::SocketAddr> {
         None
     }
+    /// Where a peer reached through a relay really is, where the relay said.
+    fn peer_origin(&self, _peer: PeerId) -> Option<std::net::SocketAddr> {
+        None
+    }
     /// The static key a peer proved in the secure handshake (the player's key), where
     /// there is one (not for the in-process pipe: that is the host).
     fn peer_key(&self, _peer: PeerId) -> Option<[u8; 32]> {
@@ -143,6 +147,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         (**self).peer_addr(peer)
+    }
+    fn peer_origin(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
+        (**self).peer_origin(peer)
     }
     fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
         (**self).peer_key(peer)
@@ -214,6 +221,10 @@ impl Transport for Multi {
     fn peer_addr(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
         let (p, id) = Self::split(peer);
         self.parts.get(p).and_then(|t| t.peer_addr(id))
+    }
+    fn peer_origin(&self, peer: PeerId) -> Option<std::net::SocketAddr> {
+        let (p, id) = Self::split(peer);
+        self.parts.get(p).and_then(|t| t.peer_origin(id))
     }
     fn peer_key(&self, peer: PeerId) -> Option<[u8; 32]> {
         let (p, id) = Self::split(peer);

@@ -23,8 +23,10 @@
 //! - `0x35 Data` relay<->host: `u8 0x35, u32 session, datagram`: the friend's datagram
 //!   and the host's answer. Between friend and relay, datagrams go as they are.
 //! - `0x38 Meet` relay->friend (in place of `Joined`) and relay->host: `u8 0x38, u8
-//!   version, [16] proof, [16] token, u8 family (4 or 6), [16] address, u16 port` (53
-//!   bytes): the other side's public address as the relay sees it, so that both can try to
+//!   version, [16] proof, [16] token, u8 family (4 or 6), [16] address, u16 port, u32
+//!   session` (57 bytes): the other side's public address as the relay sees it (to the
+//!   host, with the relay session the friend's datagrams will come in, so that the host
+//!   can say where a relayed player is), so that both can try to
 //!   punch through their NATs. `proof` is the receiver's own nonce (which it sent only to
 //!   the relay, so an off-path forger cannot know it); `token` is the relay's for this
 //!   pair. Nobody is introduced who sent no nonce;
@@ -55,7 +57,7 @@ pub const T_COOKIE: u8 = 0x36;
 pub const T_FULL: u8 = 0x37;
 pub const T_MEET: u8 = 0x38;
 pub const T_PUNCH: u8 = 0x39;
-pub const MEET_LEN: usize = 2 + 16 + 16 + 1 + 16 + 2;
+pub const MEET_LEN: usize = 2 + 16 + 16 + 1 + 16 + 2 + 4;
 pub const PUNCH_LEN: usize = 2 + 16;
 /// How often each side sends a punch while it tries, and for how long it tries before a
 /// friend plays through the relay.
@@ -240,8 +242,13 @@ pub fn read_answer(d: &[u8]) -> Option<(u8, [u8; 6])> {
         .then(|| (d[0], d[2..8].try_into().expect("6 bytes")))
 }
 
-/// A `Meet` for a receiver whose cookie is `proof`, about `peer`.
+/// A `Meet` for a receiver whose nonce is `proof`, about `peer` (session 0).
 pub fn meet(proof: &[u8; 16], token: &[u8; 16], peer: SocketAddr) -> Vec<u8> {
+    meet_for(proof, token, peer, 0)
+}
+
+/// A `Meet` about `peer`, whose relay session is `sid`.
+pub fn meet_for(proof: &[u8; 16], token: &[u8; 16], peer: SocketAddr, sid: u32) -> Vec<u8> {
     let mut p = vec![T_MEET, VERSION];
     p.extend_from_slice(proof);
     p.extend_from_slice(token);
@@ -257,7 +264,17 @@ pub fn meet(proof: &[u8; 16], token: &[u8; 16], peer: SocketAddr) -> Vec<u8> {
         }
     }
     p.extend_from_slice(&peer.port().to_le_bytes());
+    p.extend_from_slice(&sid.to_le_bytes());
     p
+}
+
+/// The relay session a `Meet` names (0: none).
+pub fn meet_session(d: &[u8]) -> u32 {
+    if d.len() == MEET_LEN {
+        u32::from_le_bytes(d[53..57].try_into().expect("4 bytes"))
+    } else {
+        0
+    }
 }
 
 /// The proof of anything shaped like a `Meet` (whatever address it names).
@@ -741,7 +758,7 @@ impl Relay {
             .try_into()
             .expect("16 bytes");
         if tell_host {
-            self.send(host, &meet(&host_nonce, &token, canonical(friend)));
+            self.send(host, &meet_for(&host_nonce, &token, canonical(friend), sid));
         }
         self.send(friend, &meet(&nonce, &token, canonical(host)));
     }

@@ -363,7 +363,11 @@ impl<T: Transport> Server<T> {
 
     /// The peer's address for the log ("this machine" for the in-process pipe).
     fn addr_of(&self, peer: PeerId) -> String {
-        self.net.peer_addr(peer).map_or_else(|| "this machine".to_string(), crate::net::relay::describe)
+        let Some(a) = self.net.peer_addr(peer) else { return "this machine".to_string() };
+        match self.net.peer_origin(peer) {
+            Some(o) => format!("{} from {o}", crate::net::relay::describe(a)),
+            None => crate::net::relay::describe(a),
+        }
     }
 
     fn reject(&mut self, peer: PeerId, why: RejectReason) {
@@ -1628,7 +1632,7 @@ impl<T: Transport> Server<T> {
             .iter()
             .filter_map(|(peer, p)| {
                 let s = self.net.stats(*peer);
-                let addr = self.net.peer_addr(*peer).map_or("this machine".to_string(), crate::net::relay::describe);
+                let addr = self.addr_of(*peer);
                 let player = match p.state {
                     PeerState::Playing { player } => player,
                     PeerState::Watching { target } => {

@@ -83,6 +83,8 @@ pub(crate) const T_REFUSE: u8 = 7;
 pub(crate) const T_DATA: u8 = 8;
 pub(crate) const T_BUSY: u8 = 12;
 const BUSY_LEN: usize = 3 + 16;
+/// Relayed friends' real addresses a host remembers (`SecureSocket::origin`).
+const MAX_ORIGINS: usize = 256;
 
 /// Cookies are valid for the current and the previous window of this many seconds.
 const COOKIE_WINDOW_S: u64 = 30;
@@ -581,6 +583,14 @@ impl SecureSocket {
                         let mut p = crate::net::relay::Punching::new(peer, token, now);
                         p.send_due(&self.inner, now, true);
                         s.punching.push(p);
+                        let sid = crate::net::relay::meet_session(data);
+                        if sid != 0 {
+                            s.origins.retain(|(x, _)| *x != sid);
+                            if s.origins.len() >= MAX_ORIGINS {
+                                s.origins.pop_front();
+                            }
+                            s.origins.push_back((sid, peer));
+                        }
                     }
                     (Some(&crate::net::relay::T_DATA), _) if data.len() > 5 => {
                         let sid = u32::from_le_bytes(data[1..5].try_into().expect("4 bytes"));
@@ -662,6 +672,16 @@ impl SecureSocket {
         match &self.side {
             Side::Client(c) => c.server_key,
             Side::Server(_) => None,
+        }
+    }
+
+    /// Server: where the relayed friend at virtual address `addr` really is, as the relay
+    /// said when it introduced us (None: not relayed, or not introduced).
+    pub fn origin(&self, addr: SocketAddr) -> Option<SocketAddr> {
+        let sid = crate::net::relay::session_of(SocketAddr::new(addr.ip().to_canonical(), addr.port()))?;
+        match &self.side {
+            Side::Server(s) => s.origins.iter().rev().find(|(x, _)| *x == sid).map(|(_, a)| *a),
+            Side::Client(_) => None,
         }
     }
 

@@ -167,6 +167,9 @@ pub(super) struct ServerSide {
     pub(super) relay_full: bool,
     /// Friends the relay introduced, whom we punch towards for a while.
     pub(super) punching: Vec<crate::net::relay::Punching>,
+    /// Where relayed friends really are, as the relay told us (session, address): the
+    /// newest `MAX_ORIGINS`, for the console and the log.
+    pub(super) origins: VecDeque<(u32, SocketAddr)>,
 }
 
 impl ServerSide {
@@ -190,6 +193,7 @@ impl ServerSide {
             relay_nonce_prev: crate::net::relay::new_nonce(),
             relay_full: false,
             punching: Vec::new(),
+            origins: VecDeque::new(),
         }
     }
 
