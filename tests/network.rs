@@ -239,9 +239,26 @@ fn on_ipv6_only_lans_a_server_is_listed_on_each_queried_and_joined() {
         .lines()
         .find(|l| l.contains(&format!("]:{port}")))
         .unwrap_or_else(|| panic!("listed on the second link: {text}"));
-    // (at a link-local address, with its interface)
     let at = listed.split_whitespace().find(|w| w.starts_with('[') && w.contains(&format!("]:{port}"))).unwrap();
-    let (code, out) = bot(&ns, 2, dc.path(), at, "linklocal", "2");
+    let (code, out) = bot(&ns, 2, dc.path(), at, "second", "2");
+    assert_eq!(code, 0, "joined at {at}: {out}");
+    // And at the server's link-local address, with the friend's interface (once that
+    // address has passed its duplicate check).
+    let (a, b) = (format!("s{}", &n0[2..]), format!("s{}", &n2[2..]));
+    let mut ll = String::new();
+    for _ in 0..50 {
+        let shown = sh(&format!("ip -n {n0} -6 -o addr show dev {a} scope link")).unwrap_or_default();
+        if !shown.contains("tentative") {
+            ll = shown.split_whitespace().skip_while(|w| *w != "inet6").nth(1).unwrap_or("").split('/').next().unwrap().to_string();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ll.starts_with("fe80"), "the server's link-local address: {ll:?}");
+    let index = sh(&format!("ip -n {n2} -o link show {b}")).unwrap();
+    let index = index.split(':').next().unwrap().trim().to_string();
+    let at = format!("[{ll}%{index}]:{port}");
+    let (code, out) = bot(&ns, 2, dc.path(), &at, "linklocal", "2");
     assert_eq!(code, 0, "joined at {at}: {out}");
     finish(srv);
 }
@@ -602,7 +619,7 @@ fn a_friend_joins_a_host_behind_its_own_nat_by_code_through_a_relay_that_can_cha
     let s = read(&log_r);
     let joined = s.lines().find(|l| l.contains("name=relayed")).unwrap_or_else(|| panic!("{s}"));
     assert!(joined.contains("addr=relay session"), "punching failed, the relay carried the game: {joined}");
-    assert!(joined.contains(" from 11.77.2.2:"), "the host knows where the relayed friend is: {joined}");
+    assert!(joined.contains(" (at 11.77.2.2:"), "the host knows where the relayed friend is: {joined}");
     assert!(out.contains("route: through the relay"), "and says so: {out}");
 
     // A relay that changes one datagram in five: what it changed does not open, and the

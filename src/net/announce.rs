@@ -101,6 +101,9 @@ impl Announcer {
         let v6 = (!loopback_only && bind.is_ipv6()).then(|| UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).ok()).flatten();
         if let Some(s) = &v6 {
             let _ = s.set_nonblocking(true);
+            // Not back to this machine once per link (listeners here hear the loopback
+            // announcement): it would be listed once for each.
+            let _ = s.set_multicast_loop_v6(false);
         }
         let mut a = Announcer {
             v4,

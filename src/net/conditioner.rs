@@ -328,4 +328,12 @@ impl<T: Transport> Transport for Conditioner<T> {
     fn presented_key(&self) -> Option<[u8; 32]> {
         self.inner.presented_key()
     }
+
+    fn stuck_at(&self) -> Option<&'static str> {
+        self.inner.stuck_at()
+    }
+
+    fn route(&self) -> Option<&'static str> {
+        self.inner.route()
+    }
 }

@@ -365,7 +365,7 @@ impl<T: Transport> Server<T> {
     fn addr_of(&self, peer: PeerId) -> String {
         let Some(a) = self.net.peer_addr(peer) else { return "this machine".to_string() };
         match self.net.peer_origin(peer) {
-            Some(o) => format!("{} from {o}", crate::net::relay::describe(a)),
+            Some(o) => format!("{} (at {o})", crate::net::relay::describe(a)),
             None => crate::net::relay::describe(a),
         }
     }

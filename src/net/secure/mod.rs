@@ -689,7 +689,7 @@ impl SecureSocket {
     pub fn route(&self) -> Option<&'static str> {
         match &self.side {
             Side::Client(c) if c.cfg.relay_code.is_none() => Some("direct"),
-            Side::Client(c) if c.wire != c.server => Some("straight to the host (the relay introduced you)"),
+            Side::Client(c) if c.wire != c.server => Some("straight to the host"),
             Side::Client(c) if matches!(c.phase, ClientPhase::Ready(_)) => Some("through the relay"),
             Side::Client(_) => Some("joining through the relay"),
             Side::Server(_) => None,

@@ -693,6 +693,10 @@ impl SecureSocket {
             if let Some(x) = s.sessions.get_mut(&addr) {
                 x.retire_at.get_or_insert(Instant::now() + RETIRE_AFTER);
             }
+            // A relayed friend gone: its session number may come back for someone else.
+            if let Some(sid) = crate::net::relay::session_of(SocketAddr::new(addr.ip().to_canonical(), addr.port())) {
+                s.origins.retain(|(x, _)| *x != sid);
+            }
         }
     }
 
