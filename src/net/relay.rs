@@ -843,9 +843,11 @@ mod tests {
         // (which only it and the relay know).
         let (proof, token, host_addr) = read_meet(&recv(&friend)).expect("the friend is introduced to the host");
         assert_eq!((proof, host_addr), (fnn, h));
-        let (proof, token_h, friend_addr) = read_meet(&recv(&host)).expect("the host is introduced to the friend");
+        let to_host = recv(&host);
+        let (proof, token_h, friend_addr) = read_meet(&to_host).expect("the host is introduced to the friend");
         assert_eq!((proof, token_h, friend_addr), (hn, token, f));
         assert_eq!(relay.sessions.len(), 1);
+        assert_eq!(meet_session(&to_host), relay.sessions[&f].sid, "the host is told the friend's relay session");
         // Asked again at once: the friend hears it again, the host not (at most once in 2 s).
         relay.packet(f, &request_with(T_JOIN, &code, &c, &fnn));
         assert!(read_meet(&recv(&friend)).is_some());
