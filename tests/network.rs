@@ -454,8 +454,10 @@ fn host_and_play_at_home_opens_the_router_and_says_where_friends_join() {
         .spawn()
         .unwrap();
     wait_for(&relay_log, &|s| s.contains("relay listening"), 10);
-    // The settings a player has after choosing a name and a relay: the rest as it comes.
-    std::fs::write(cfg.join("settings.toml"), "name = \"Hosty\"\nrelay = \"11.77.0.2\"\n").unwrap();
+    // The settings a player has after choosing a name and a relay, and keeping their
+    // address from friends who join by code: the rest as it comes.
+    std::fs::write(cfg.join("settings.toml"), "name = \"Hosty\"\nrelay = \"11.77.0.2\"\nrelay_hide_address = true\n")
+        .unwrap();
     let said = cfg.join("stdout.txt");
     let mut game = home
         .ns
@@ -483,6 +485,7 @@ fn host_and_play_at_home_opens_the_router_and_says_where_friends_join() {
     assert_eq!(code, 0, "the friend joins the hosted game through the mapping: {out}");
     let (rc, out) = bot(&home.ns, FRIEND, &friend, &format!("{join_code}@11.77.0.2"), "byrelay", "2");
     assert_eq!(rc, 0, "and by the relay's code: {out}");
+    assert!(out.contains("route: through the relay"), "not introduced to a host that keeps its address: {out}");
     // What the host sees (kept for a look: HAILFIRE_SHOT_DIR).
     let shot = cfg.join("hosting.png");
     let ok = Command::new("import").args(["-display", &x.display, "-window", "root"]).arg(&shot).status();
