@@ -249,7 +249,15 @@ fn on_ipv6_only_lans_a_server_is_listed_on_each_queried_and_joined() {
     for _ in 0..50 {
         let shown = sh(&format!("ip -n {n0} -6 -o addr show dev {a} scope link")).unwrap_or_default();
         if !shown.contains("tentative") {
-            ll = shown.split_whitespace().skip_while(|w| *w != "inet6").nth(1).unwrap_or("").split('/').next().unwrap().to_string();
+            ll = shown
+                .split_whitespace()
+                .skip_while(|w| *w != "inet6")
+                .nth(1)
+                .unwrap_or("")
+                .split('/')
+                .next()
+                .unwrap()
+                .to_string();
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
