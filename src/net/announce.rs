@@ -177,41 +177,50 @@ impl Announcer {
     }
 }
 
-/// Each IPv4 interface's (address, broadcast address), loopback left out.
+/// Calls `each` with every address of every interface that is up and not loopback.
 #[cfg(unix)]
-fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
-    let mut out = Vec::new();
+fn each_interface(mut each: impl FnMut(&libc::ifaddrs)) {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` with a linked list we only read, then free once.
     unsafe {
         if libc::getifaddrs(&mut list) != 0 {
-            return out;
+            return;
         }
         let mut cur = list;
         while !cur.is_null() {
             let i = &*cur;
             let flags = i.ifa_flags;
-            if !i.ifa_addr.is_null()
-                && (*i.ifa_addr).sa_family as i32 == libc::AF_INET
-                && flags & libc::IFF_BROADCAST as u32 != 0
-                && flags & libc::IFF_UP as u32 != 0
-                && flags & libc::IFF_LOOPBACK as u32 == 0
-            {
-                let a = &*(i.ifa_addr as *const libc::sockaddr_in);
-                let addr = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-                #[cfg(any(target_os = "linux", target_os = "android"))]
-                let b = i.ifa_ifu;
-                #[cfg(not(any(target_os = "linux", target_os = "android")))]
-                let b = i.ifa_dstaddr;
-                if !b.is_null() && (*b).sa_family as i32 == libc::AF_INET {
-                    let b = &*(b as *const libc::sockaddr_in);
-                    out.push((addr, Ipv4Addr::from(u32::from_be(b.sin_addr.s_addr))));
-                }
+            if !i.ifa_addr.is_null() && flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_LOOPBACK as u32 == 0 {
+                each(i);
             }
             cur = i.ifa_next;
         }
         libc::freeifaddrs(list);
     }
+}
+
+/// Each IPv4 interface's (address, broadcast address), loopback left out.
+#[cfg(unix)]
+fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
+    let mut out = Vec::new();
+    each_interface(|i| {
+        // SAFETY: the addresses getifaddrs gave, read as the family they say they are.
+        unsafe {
+            if (*i.ifa_addr).sa_family as i32 != libc::AF_INET || i.ifa_flags & libc::IFF_BROADCAST as u32 == 0 {
+                return;
+            }
+            let a = &*(i.ifa_addr as *const libc::sockaddr_in);
+            let addr = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            let b = i.ifa_ifu;
+            #[cfg(not(any(target_os = "linux", target_os = "android")))]
+            let b = i.ifa_dstaddr;
+            if !b.is_null() && (*b).sa_family as i32 == libc::AF_INET {
+                let b = &*(b as *const libc::sockaddr_in);
+                out.push((addr, Ipv4Addr::from(u32::from_be(b.sin_addr.s_addr))));
+            }
+        }
+    });
     out
 }
 
@@ -225,31 +234,17 @@ fn broadcast_addresses() -> Vec<(Ipv4Addr, Ipv4Addr)> {
 #[cfg(unix)]
 fn ipv6_links() -> Vec<u32> {
     let mut out = Vec::new();
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list` with a linked list we only read, then free once.
-    unsafe {
-        if libc::getifaddrs(&mut list) != 0 {
-            return out;
-        }
-        let mut cur = list;
-        while !cur.is_null() {
-            let i = &*cur;
-            let flags = i.ifa_flags;
-            if !i.ifa_addr.is_null()
-                && (*i.ifa_addr).sa_family as i32 == libc::AF_INET6
-                && flags & libc::IFF_UP as u32 != 0
-                && flags & libc::IFF_MULTICAST as u32 != 0
-                && flags & libc::IFF_LOOPBACK as u32 == 0
-            {
+    each_interface(|i| {
+        // SAFETY: the address and name getifaddrs gave.
+        unsafe {
+            if (*i.ifa_addr).sa_family as i32 == libc::AF_INET6 && i.ifa_flags & libc::IFF_MULTICAST as u32 != 0 {
                 let index = libc::if_nametoindex(i.ifa_name);
                 if index != 0 && !out.contains(&index) {
                     out.push(index);
                 }
             }
-            cur = i.ifa_next;
         }
-        libc::freeifaddrs(list);
-    }
+    });
     out
 }
 
