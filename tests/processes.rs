@@ -39,8 +39,34 @@ fn hf(data: &Path) -> Command {
     c
 }
 
+/// A server process killed when its test ends, even by a failed assertion (it would
+/// otherwise keep running, and holding its port, after the test binary exits).
+struct Server(Child);
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// A dedicated server on 127.0.0.1:`port` logging to `log`, with `extra` arguments.
-fn dedicated(data: &Path, port: u16, log: &Path, extra: &[&std::ffi::OsStr]) -> Child {
+fn dedicated(data: &Path, port: u16, log: &Path, extra: &[&std::ffi::OsStr]) -> Server {
     let c = hf(data)
         .args(["--dedicated", "--bind", &format!("127.0.0.1:{port}")])
         .args(extra)
@@ -50,6 +76,7 @@ fn dedicated(data: &Path, port: u16, log: &Path, extra: &[&std::ffi::OsStr]) -> 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let c = Server(c);
     wait_for(log, &|s| s.contains("dedicated server listening"), 20);
     c
 }
@@ -591,7 +618,7 @@ fn the_server_writes_its_settings_file_flags_override_it_and_mistakes_are_locate
 
 /// A dedicated server whose console is a pipe: what it prints is gathered by a thread.
 struct Console {
-    child: Child,
+    child: Server,
     stdin: std::process::ChildStdin,
     out: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -623,6 +650,7 @@ impl Console {
                 o.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
+        let mut child = Server(child);
         wait_for(log, &|s| s.contains("dedicated server listening"), 20);
         Console { stdin: child.stdin.take().unwrap(), child, out }
     }
