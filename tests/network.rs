@@ -169,6 +169,23 @@ fn a_server_on_its_default_dual_stack_address_takes_ipv4_and_ipv6_players() {
     finish(srv);
 }
 
+/// `hailfire servers --lan` in namespace `i`: what it listed.
+fn lan_list(ns: &Namespaces, i: usize, data: &Path) -> String {
+    let out = ns.cmd(i, data).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+/// The IPv6 address (`[...]:port`) a listing shows for the server on `port`.
+fn listed_at(text: &str, port: u16, what: &str) -> String {
+    let tail = format!("]:{port}");
+    text.split_whitespace()
+        .find(|w| w.starts_with('[') && w.ends_with(&tail))
+        .unwrap_or_else(|| panic!("{what}: {text}"))
+        .to_string()
+}
+
 #[test]
 fn a_server_on_a_random_port_is_listed_across_a_lan_and_plays_over_ipv4_and_a_ula_ipv6_address() {
     let Some(ns) = Namespaces::new("lan", 2) else { return };
@@ -179,9 +196,7 @@ fn a_server_on_a_random_port_is_listed_across_a_lan_and_plays_over_ipv4_and_a_ul
     // A port no scan asks: only the server's announcements can make it known.
     let port = 31000 + (std::process::id() % 2000) as u16;
     let (srv, log) = server(&ns, 0, &da, &format!("[::]:{port}"), "30");
-    let out = ns.cmd(1, &db).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = lan_list(&ns, 1, &db);
     assert!(text.contains(&format!("10.77.0.1:{port}")), "listed from the other machine: {text}");
     // The status query over IPv6, and a player over the ULA address and over IPv4.
     let out = ns.cmd(1, &db).args(["servers", "--query", &format!("[fd77::1]:{port}")]).output().unwrap();
@@ -221,26 +236,16 @@ fn on_ipv6_only_lans_a_server_is_listed_on_each_queried_and_joined() {
     std::fs::create_dir_all(&db).unwrap();
     let port = 33000 + (std::process::id() % 2000) as u16;
     let (srv, log) = server(&ns, 0, &da, &format!("[::]:{port}"), "15");
-    let out = ns.cmd(1, &db).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    let listed =
-        text.lines().find(|l| l.contains(&format!("]:{port}"))).unwrap_or_else(|| panic!("listed over IPv6: {text}"));
-    assert!(!listed.contains("10.77."), "{listed}");
+    let text = lan_list(&ns, 1, &db);
+    assert!(!text.contains("10.77."), "{text}");
     // The address it was listed at is one a player can join.
-    let at = listed.split_whitespace().find(|w| w.starts_with('[') && w.contains(&format!("]:{port}"))).unwrap();
-    let (code, out) = bot(&ns, 1, &db, at, "sixonly", "2");
+    let at = listed_at(&text, port, "listed over IPv6");
+    let (code, out) = bot(&ns, 1, &db, &at, "sixonly", "2");
     assert_eq!(code, 0, "joined at {at}: {out}");
     assert!(read(&log).contains("name=sixonly"));
     // Heard on the other link too.
-    let out = ns.cmd(2, dc.path()).args(["servers", "--lan", "--wait-ms", "2500"]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let listed = text
-        .lines()
-        .find(|l| l.contains(&format!("]:{port}")))
-        .unwrap_or_else(|| panic!("listed on the second link: {text}"));
-    let at = listed.split_whitespace().find(|w| w.starts_with('[') && w.contains(&format!("]:{port}"))).unwrap();
-    let (code, out) = bot(&ns, 2, dc.path(), at, "second", "2");
+    let at = listed_at(&lan_list(&ns, 2, dc.path()), port, "listed on the second link");
+    let (code, out) = bot(&ns, 2, dc.path(), &at, "second", "2");
     assert_eq!(code, 0, "joined at {at}: {out}");
     // And at the server's link-local address, with the friend's interface (once that
     // address has passed its duplicate check).
